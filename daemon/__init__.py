@@ -1,0 +1,1 @@
+"""Fumarole service process: the scheduler core, cache, adapters, runtime and CLI."""

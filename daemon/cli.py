@@ -1,0 +1,102 @@
+"""The `fumarole` command line: subcommands and their exit codes (DESIGN.md's CLI contract)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+EXIT_OK = 0
+EXIT_DIFFERENT = 1
+EXIT_BAD_INPUT = 2
+
+
+def _read_conf(path: str | None):  # type: ignore[no-untyped-def]
+    from daemon.scheduler.framework.conf import DEFAULT_SCHEDULER_CONF, parse_conf
+    from daemon.scheduler.framework.registry import ACTIONS, KNOWN_UNIMPLEMENTED_ACTIONS, PLUGINS
+
+    if path is None:
+        text, source = DEFAULT_SCHEDULER_CONF, "<built-in default>"
+    else:
+        try:
+            text = Path(path).read_text()
+        except OSError as e:
+            raise InputError(f"{path}: cannot read the scheduler configuration: {e.strerror}") from e
+        source = path
+    conf = parse_conf(
+        text,
+        source=source,
+        known_actions=frozenset(ACTIONS) | KNOWN_UNIMPLEMENTED_ACTIONS,
+        known_plugins=frozenset(PLUGINS),
+    )
+    missing = [a for a in conf.actions if a not in ACTIONS]
+    if missing:
+        raise InputError(
+            f"{source}: actions: {', '.join(missing)} not implemented yet in this version of Fumarole "
+            f"(implemented: {', '.join(sorted(ACTIONS))})"
+        )
+    return conf
+
+
+class InputError(Exception):
+    """Bad input: printed as is, exit code 2."""
+
+
+def cmd_schedule(args: argparse.Namespace) -> int:
+    from daemon.manifests import build_snapshot, load_objects
+    from daemon.offline import dry_run, to_json
+    from daemon.table import render_table
+
+    conf = _read_conf(args.conf)
+    snapshot = build_snapshot(load_objects(args.cluster))
+    if args.cycles < 1:
+        raise InputError("--cycles: must be at least 1")
+    result = dry_run(snapshot, conf, args.cycles)
+    for w in result.warnings:
+        print(f"warning: {w}", file=sys.stderr)
+    if args.format == "json":
+        sys.stdout.write(json.dumps(to_json(result), sort_keys=False, separators=(",", ":")) + "\n")
+    else:
+        sys.stdout.write(render_table(result))
+    return EXIT_OK
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="fumarole",
+        description="Volcano's batch scheduling model as an event-sourced daemon.",
+    )
+    sub = p.add_subparsers(dest="command", required=True)
+    s = sub.add_parser("schedule", help="offline dry run of scheduling sessions over manifests")
+    s.add_argument("--conf", help="Volcano scheduler configuration (default: Volcano's built-in default)")
+    s.add_argument(
+        "--cluster", required=True, help="manifests: a YAML file (multi-document or List) or a directory"
+    )
+    s.add_argument(
+        "--cycles", type=int, default=1, help="number of sessions (decisions applied between them)"
+    )
+    s.add_argument("--format", choices=("json", "table"), default="json")
+    s.set_defaults(func=cmd_schedule)
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    from daemon.manifests import ManifestError
+    from daemon.scheduler.framework.conf import ConfError
+
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        rc: int = args.func(args)
+    except (InputError, ManifestError, ConfError) as e:
+        print(f"fumarole: error: {e}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except BrokenPipeError:
+        return EXIT_OK
+    return rc
+
+
+if __name__ == "__main__":
+    sys.exit(main())

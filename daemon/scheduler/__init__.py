@@ -1,0 +1,1 @@
+"""The pure scheduling core: synchronous, deterministic, no I/O (OpenTelemetry API only)."""

@@ -1,0 +1,1 @@
+"""Volcano actions: one module each, with `NAME` and an Action class."""

@@ -1,0 +1,161 @@
+"""The allocate action (actions/allocate/allocate.go): place pending tasks of Inqueue jobs.
+
+Queues are served in QueueOrderFn order one job turn at a time; an Overused queue is dropped
+for the rest of the action.  A job turn places tasks in TaskOrderFn order until JobReady; a
+ready job is committed (binds go out) and, with tasks left, pushed back; a job that is only
+pipelined keeps its tasks Allocated/Pipelined in the session uncommitted; otherwise the turn is
+discarded.  Hypernode / network-topology and sub-group policies are not implemented: such jobs
+are scheduled as plain jobs (a warning is recorded).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from daemon.scheduler.framework.conf import arg_bool
+from daemon.scheduler.framework.placement import ErrorCache, SearchOptions, choose_node, predicate_nodes
+from daemon.scheduler.framework.priority_queue import PriorityQueue
+from daemon.scheduler.framework.session import Session
+from daemon.scheduler.framework.statement import Statement
+from daemon.scheduler.model.fit import FitErrors
+from daemon.scheduler.model.job import JobInfo
+from daemon.scheduler.model.node import NodeInfo
+from daemon.scheduler.model.queue import QueueInfo
+from daemon.scheduler.model.task import TaskInfo, TaskStatus
+
+NAME = "allocate"
+PREDICATE_ERROR_CACHE = "predicateErrorCacheEnable"
+
+
+class Allocate:
+    name = NAME
+
+    def __init__(self, search: SearchOptions | None = None) -> None:
+        self.search = search or SearchOptions()
+        self.enable_error_cache = True
+
+    def execute(self, ssn: Session) -> None:
+        args: dict[str, Any] = ssn.conf.action_arguments(NAME)
+        self.enable_error_cache = arg_bool(args, PREDICATE_ERROR_CACHE, True)
+        queues: PriorityQueue[QueueInfo] = PriorityQueue(ssn.queue_order_fn)
+        jobs_by_queue: dict[str, PriorityQueue[JobInfo]] = {}
+        tasks_of: dict[str, PriorityQueue[TaskInfo]] = {}
+        enqueue_configured = "enqueue" in ssn.configured_actions
+
+        for uid in sorted(ssn.jobs):
+            job = ssn.jobs[uid]
+            if job.is_pending():
+                if enqueue_configured:
+                    continue
+                ssn.promote_pending(job)
+            vr = ssn.job_valid(job)
+            if vr is not None and not vr.passed:
+                continue
+            if job.queue not in ssn.queues:
+                continue
+            tasks: PriorityQueue[TaskInfo] = PriorityQueue(ssn.task_order_fn)
+            for t in job.tasks_in(TaskStatus.PENDING):
+                if t.sch_gated:
+                    continue
+                if t.best_effort:
+                    continue
+                tasks.push(t)
+            if tasks.empty():
+                continue
+            if job.queue not in jobs_by_queue:
+                jobs_by_queue[job.queue] = PriorityQueue(ssn.job_order_fn)
+                queues.push(ssn.queues[job.queue])
+            jobs_by_queue[job.queue].push(job)
+            tasks_of[job.uid] = tasks
+
+        while not queues.empty():
+            queue = queues.pop()
+            if ssn.overused(queue):
+                continue
+            jobs = jobs_by_queue.get(queue.uid)
+            if jobs is None or jobs.empty():
+                continue
+            job = jobs.pop()
+            tasks = tasks_of[job.uid]
+            stmt = self.allocate_for_tasks(ssn, job, queue, tasks)
+            if stmt is not None and ssn.job_ready(job):
+                stmt.commit()
+                if not tasks.empty():
+                    jobs.push(job)
+            queues.push(queue)
+
+    # ------------------------------------------------------------------ one job turn
+    def allocate_for_tasks(
+        self, ssn: Session, job: JobInfo, queue: QueueInfo, tasks: PriorityQueue[TaskInfo]
+    ) -> Statement | None:
+        if not ssn.node_list:
+            return None
+        stmt = Statement(ssn)
+        cache = ErrorCache() if self.enable_error_cache else None
+        while not tasks.empty():
+            task = tasks.pop()
+            if not ssn.allocatable_fn(queue, task):
+                continue
+            if task.sch_gated:
+                continue
+            if job.task_has_fit_errors(task):
+                fe = FitErrors()
+                fe.set_error(
+                    f"Task {task.name} with role spec {task.role} has already predicated failed, skip"
+                )
+                job.nodes_fit_errors[task.uid] = fe
+                continue
+            err = ssn.pre_predicate_fn(task)
+            if err is not None:
+                fe = FitErrors()
+                for node in ssn.node_list:
+                    fe.set_node_error(node.name, err)
+                job.nodes_fit_errors[task.uid] = fe
+                if job.need_continue_allocating():
+                    continue
+                break
+
+            candidates = None
+            nominated = task.pod.nominated_node_name
+            if nominated and nominated in ssn.nodes:
+                nnode = ssn.nodes[nominated]
+                if task.resreq.less_equal(nnode.future_idle()):
+                    rows = ssn.table_rows([nnode])
+                    found, _ = predicate_nodes(ssn, task, rows, cache, self.search)
+                    if found.size:
+                        candidates = found
+            if candidates is None:
+                candidates, fe = predicate_nodes(ssn, task, None, cache, self.search)
+                if candidates.size == 0:
+                    job.nodes_fit_errors[task.uid] = fe
+                    if job.need_continue_allocating():
+                        continue
+                    break
+            best = choose_node(ssn, task, candidates)
+            if best is None:
+                continue
+            if not self.allocate_task(stmt, task, best):
+                continue
+            if ssn.job_ready(job):
+                break
+
+        if ssn.job_ready(job):
+            return stmt
+        if ssn.job_pipelined(job):
+            return stmt
+        stmt.discard()
+        return None
+
+    @staticmethod
+    def allocate_task(stmt: Statement, task: TaskInfo, node: NodeInfo) -> bool:
+        if task.resreq.less_equal(node.idle):
+            stmt.allocate(task, node)
+            return True
+        if task.resreq.less_equal(node.future_idle()):
+            stmt.pipeline(task, node.name, False)
+            return True
+        return False
+
+
+def new() -> Allocate:
+    return Allocate()

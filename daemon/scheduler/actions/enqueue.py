@@ -1,0 +1,52 @@
+"""The enqueue action (actions/enqueue/enqueue.go): admit Pending PodGroups to Inqueue.
+
+Queues are visited in QueueOrderFn order, one pending job per visit (JobOrderFn order); a job
+without spec.minResources is admitted without asking plugins, otherwise JobEnqueueable votes.
+A rejected job does not block the rest of its queue.  Each job is considered once per session.
+"""
+
+from __future__ import annotations
+
+from daemon.scheduler.framework.priority_queue import PriorityQueue
+from daemon.scheduler.framework.session import Session
+from daemon.scheduler.model.job import PHASE_INQUEUE, JobInfo
+from daemon.scheduler.model.queue import QueueInfo
+
+NAME = "enqueue"
+
+
+class Enqueue:
+    name = NAME
+
+    def execute(self, ssn: Session) -> None:
+        queues: PriorityQueue[QueueInfo] = PriorityQueue(ssn.queue_order_fn)
+        seen: set[str] = set()
+        jobs_map: dict[str, PriorityQueue[JobInfo]] = {}
+        for uid in sorted(ssn.jobs):
+            job = ssn.jobs[uid]
+            if job.schedule_start is None:
+                job.schedule_start = ssn.now
+            queue = ssn.queues.get(job.queue)
+            if queue is None:
+                continue
+            if queue.uid not in seen:
+                seen.add(queue.uid)
+                queues.push(queue)
+            if job.is_pending():
+                jobs_map.setdefault(job.queue, PriorityQueue(ssn.job_order_fn)).push(job)
+
+        while not queues.empty():
+            queue = queues.pop()
+            jobs = jobs_map.get(queue.uid)
+            if jobs is None or jobs.empty():
+                continue
+            job = jobs.pop()
+            if job.min_resources is None or ssn.job_enqueueable(job):
+                ssn.job_enqueued(job)
+                job.status.phase = PHASE_INQUEUE
+                ssn.enqueue_rejections.pop(job.uid, None)
+            queues.push(queue)
+
+
+def new() -> Enqueue:
+    return Enqueue()

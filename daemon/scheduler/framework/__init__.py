@@ -1,0 +1,1 @@
+"""The scheduling framework: configuration, session, extension points, statement, registry, run."""

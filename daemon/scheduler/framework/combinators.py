@@ -1,0 +1,390 @@
+"""How callbacks of plugins across tiers are combined (framework/session_plugins.go semantics).
+
+Extension points are named by the constants below.  After every plugin's session open the
+session compiles, per point, the tiers of enabled, registered callbacks; each combinator then
+walks that list with Volcano's rule (first non-zero, AND, OR, vote, tiered intersection, sum).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from daemon.scheduler.model.fit import FitError
+
+if TYPE_CHECKING:
+    from daemon.scheduler.framework.conf import Tier
+    from daemon.scheduler.framework.nodetable import BoolArray, FloatArray, IntArray
+    from daemon.scheduler.model.job import JobInfo
+    from daemon.scheduler.model.node import NodeInfo
+    from daemon.scheduler.model.queue import QueueInfo
+    from daemon.scheduler.model.task import TaskInfo
+
+# Extension point -> the enable flag (conf attribute) that gates it; None = no flag.
+JOB_ORDER = "jobOrder"
+QUEUE_ORDER = "queueOrder"
+VICTIM_QUEUE_ORDER = "victimQueueOrder"
+TASK_ORDER = "taskOrder"
+PREDICATE = "predicate"
+PRE_PREDICATE = "prePredicate"
+NODE_ORDER = "nodeOrder"
+BATCH_NODE_ORDER = "batchNodeOrder"
+BEST_NODE = "bestNode"
+PREEMPTABLE = "preemptable"
+RECLAIMABLE = "reclaimable"
+UNIFIED_EVICTABLE = "unifiedEvictable"
+OVERUSED = "overused"
+ALLOCATABLE = "allocatable"
+PREEMPTIVE = "preemptive"
+JOB_READY = "jobReady"
+JOB_PIPELINED = "jobPipelined"
+JOB_VALID = "jobValid"
+JOB_STARVING = "jobStarving"
+JOB_ENQUEUEABLE = "jobEnqueueable"
+JOB_ENQUEUED = "jobEnqueued"
+VICTIM_TASKS = "victimTasks"
+SIMULATE_ALLOCATABLE = "simulateAllocatable"
+SIMULATE_PREDICATE = "simulatePredicate"
+SIMULATE_ADD_TASK = "simulateAddTask"
+SIMULATE_REMOVE_TASK = "simulateRemoveTask"
+
+POINT_FLAGS: dict[str, str | None] = {
+    JOB_ORDER: "job_order",
+    QUEUE_ORDER: "queue_order",
+    VICTIM_QUEUE_ORDER: None,
+    TASK_ORDER: "task_order",
+    PREDICATE: "predicate",
+    PRE_PREDICATE: "predicate",
+    NODE_ORDER: "node_order",
+    BATCH_NODE_ORDER: "node_order",
+    BEST_NODE: "best_node",
+    PREEMPTABLE: "preemptable",
+    RECLAIMABLE: "reclaimable",
+    UNIFIED_EVICTABLE: None,
+    OVERUSED: "overused",
+    ALLOCATABLE: "allocatable",
+    PREEMPTIVE: "preemptive",
+    JOB_READY: "job_ready",
+    JOB_PIPELINED: "job_pipelined",
+    JOB_VALID: None,
+    JOB_STARVING: "job_starving",
+    JOB_ENQUEUEABLE: "job_enqueued",
+    JOB_ENQUEUED: "job_enqueued",
+    VICTIM_TASKS: "victim",
+    SIMULATE_ALLOCATABLE: "allocatable",
+    SIMULATE_PREDICATE: "predicate",
+    SIMULATE_ADD_TASK: "preemptable|allocatable",
+    SIMULATE_REMOVE_TASK: "preemptable|allocatable",
+}
+
+PERMIT = 1
+ABSTAIN = 0
+REJECT = -1
+
+Chain = list[list[tuple[str, Any]]]
+_INDEX_RE = re.compile(r"^[+-]?\d+$")
+
+
+def _enabled(flags: dict[str, bool | None], flag: str | None) -> bool:
+    if flag is None:
+        return True
+    return any(bool(flags.get(f)) for f in flag.split("|"))
+
+
+def compare_task_default(l: TaskInfo, r: TaskInfo) -> bool:
+    """helpers.CompareTask: numeric pod-name index, then creation time, then uid."""
+    lp = l.name.split("-")
+    rp = r.name.split("-")
+    li = lp[-1] if len(lp) >= 3 else ""
+    ri = rp[-1] if len(rp) >= 3 else ""
+    if _INDEX_RE.match(li) and _INDEX_RE.match(ri):
+        lv, rv = int(li), int(ri)
+        if lv != rv:
+            return lv < rv
+    if l.creation == r.creation:
+        return l.uid < r.uid
+    return l.creation < r.creation
+
+
+class Combinators:
+    """Mixin of the Session: combination rules for every extension point."""
+
+    tiers: list[Tier]
+    fns: dict[str, dict[str, Any]]
+    batch_fns: dict[str, dict[str, Any]]
+    _chains: dict[str, Chain]
+    _flat: dict[str, list[tuple[str, Any]]]
+    _batch_flat: dict[str, list[tuple[str, Any]]]
+
+    def compile_chains(self) -> None:
+        """Freeze, per point, the tiers of enabled and registered callbacks (after session open)."""
+        self._chains = {}
+        self._flat = {}
+        self._batch_flat = {}
+        for point, flag in POINT_FLAGS.items():
+            registered = self.fns.get(point, {})
+            batch = self.batch_fns.get(point, {})
+            chain: Chain = []
+            flat: list[tuple[str, Any]] = []
+            bflat: list[tuple[str, Any]] = []
+            for tier in self.tiers:
+                row = []
+                for p in tier.plugins:
+                    if p.name in registered and _enabled(p.flags, flag):
+                        row.append((p.name, registered[p.name]))
+                        flat.append((p.name, registered[p.name]))
+                        bflat.append((p.name, batch.get(p.name)))
+                chain.append(row)
+            self._chains[point] = chain
+            self._flat[point] = flat
+            self._batch_flat[point] = bflat
+
+    def has(self, point: str) -> bool:
+        return bool(self._flat.get(point))
+
+    # ----------------------------------------------------------------- orders
+    def job_order_compare(self, l: JobInfo, r: JobInfo) -> int:
+        for _, fn in self._flat[JOB_ORDER]:
+            j = fn(l, r)
+            if j != 0:
+                return int(j)
+        return 0
+
+    def job_order_fn(self, l: JobInfo, r: JobInfo) -> bool:
+        for _, fn in self._flat[JOB_ORDER]:
+            j = fn(l, r)
+            if j != 0:
+                return bool(j < 0)
+        if l.creation == r.creation:
+            return l.uid < r.uid
+        return l.creation < r.creation
+
+    def queue_order_fn(self, l: QueueInfo, r: QueueInfo) -> bool:
+        for _, fn in self._flat[QUEUE_ORDER]:
+            j = fn(l, r)
+            if j != 0:
+                return bool(j < 0)
+        if l.creation == r.creation:
+            return l.uid < r.uid
+        return l.creation < r.creation
+
+    def victim_queue_order_fn(self, l: QueueInfo, r: QueueInfo, preemptor: QueueInfo | None) -> bool:
+        for _, fn in self._flat[VICTIM_QUEUE_ORDER]:
+            j = fn(l, r, preemptor)
+            if j != 0:
+                return bool(j < 0)
+        return not self.queue_order_fn(l, r)
+
+    def task_compare(self, l: TaskInfo, r: TaskInfo) -> int:
+        for _, fn in self._flat[TASK_ORDER]:
+            j = fn(l, r)
+            if j != 0:
+                return int(j)
+        return 0
+
+    def task_order_fn(self, l: TaskInfo, r: TaskInfo) -> bool:
+        for _, fn in self._flat[TASK_ORDER]:
+            j = fn(l, r)
+            if j != 0:
+                return bool(j < 0)
+        return compare_task_default(l, r)
+
+    # ----------------------------------------------------------------- predicates
+    def pre_predicate_fn(self, task: TaskInfo) -> Exception | None:
+        for _, fn in self._flat[PRE_PREDICATE]:
+            err = fn(task)
+            if err is not None:
+                return err  # type: ignore[no-any-return]
+        return None
+
+    def predicate_fn(self, task: TaskInfo, node: NodeInfo) -> FitError | Exception | None:
+        for _, fn in self._flat[PREDICATE]:
+            err = fn(task, node)
+            if err is not None:
+                return err  # type: ignore[no-any-return]
+        return None
+
+    def predicate_batch(
+        self, task: TaskInfo, rows: IntArray
+    ) -> tuple[BoolArray, list[tuple[str, BoolArray]], BoolArray, BoolArray]:
+        """Vectorised PredicateFn over node rows, preserving first-error-wins across plugins.
+
+        Returns (ok, reasons, unresolvable, hard) for the rows: `reasons` pairs a reason text with
+        the mask of rows whose first failing plugin gave it; `hard` marks rows whose error makes
+        PredicateForAllocateAction fail (an Unschedulable/Unresolvable/Error status).
+        """
+        n = len(rows)
+        ok = np.ones(n, dtype=np.bool_)
+        unresolvable = np.zeros(n, dtype=np.bool_)
+        reasons: list[tuple[str, BoolArray]] = []
+        nodes = self.node_list_ref()
+        for name, batch in self._batch_flat[PREDICATE]:
+            live = np.flatnonzero(ok)
+            if live.size == 0:
+                break
+            if batch is not None:
+                res = batch(task, rows[live])
+                sub_ok, sub_reasons, sub_unres = res
+                failed_local = live[~sub_ok]
+                ok[failed_local] = False
+                for text, mask in sub_reasons:
+                    full = np.zeros(n, dtype=np.bool_)
+                    full[live[mask]] = True
+                    reasons.append((text, full))
+                if sub_unres is not None:
+                    unresolvable[live[sub_unres]] = True
+            else:
+                fn = self.fns[PREDICATE][name]
+                for k in live:
+                    err = fn(task, nodes[int(rows[k])])
+                    if err is None:
+                        continue
+                    ok[k] = False
+                    if isinstance(err, FitError):
+                        for text in err.reasons():
+                            m = np.zeros(n, dtype=np.bool_)
+                            m[k] = True
+                            reasons.append((text, m))
+                        if err.unresolvable:
+                            unresolvable[k] = True
+                    else:
+                        m = np.zeros(n, dtype=np.bool_)
+                        m[k] = True
+                        reasons.append((str(err), m))
+        return ok, reasons, unresolvable, ~ok
+
+    def node_list_ref(self) -> list[NodeInfo]:
+        raise NotImplementedError
+
+    # ----------------------------------------------------------------- scores
+    def node_score_batch(self, task: TaskInfo, rows: IntArray) -> FloatArray:
+        """Sum of NodeOrderFn and BatchNodeOrderFn scores of every enabled plugin for the rows."""
+        total = np.zeros(len(rows))
+        nodes = self.node_list_ref()
+        for point in (NODE_ORDER, BATCH_NODE_ORDER):
+            for name, batch in self._batch_flat[point]:
+                if batch is not None:
+                    total += batch(task, rows)
+                    continue
+                fn = self.fns[point][name]
+                if point == NODE_ORDER:
+                    total += np.fromiter(
+                        (fn(task, nodes[int(i)]) for i in rows), dtype=np.float64, count=len(rows)
+                    )
+                else:
+                    scores = fn(task, [nodes[int(i)] for i in rows])
+                    total += np.fromiter(
+                        (scores.get(nodes[int(i)].name, 0.0) for i in rows), dtype=np.float64, count=len(rows)
+                    )
+        return total
+
+    def has_node_scores(self) -> bool:
+        return bool(self._flat[NODE_ORDER] or self._flat[BATCH_NODE_ORDER])
+
+    def best_node_fn(self, task: TaskInfo, scores: dict[float, list[NodeInfo]]) -> NodeInfo | None:
+        for _, fn in self._flat[BEST_NODE]:
+            node = fn(task, scores)
+            if node is not None:
+                return node  # type: ignore[no-any-return]
+        return None
+
+    # ----------------------------------------------------------------- victims
+    def _tiered_victims(
+        self, point: str, preemptor: TaskInfo, preemptees: list[TaskInfo]
+    ) -> list[TaskInfo] | None:
+        victims: list[TaskInfo] | None = None
+        for row in self._chains[point]:
+            for _, fn in row:
+                candidates, abstain = fn(preemptor, preemptees)
+                if abstain == 0:
+                    continue
+                if not candidates:
+                    victims = None
+                    break
+                if victims is None:
+                    victims = list(candidates)
+                else:
+                    cand_uids = {c.uid for c in candidates}
+                    inter = [v for v in victims if v.uid in cand_uids]
+                    victims = inter or None
+            if victims is not None:
+                return victims
+        return victims
+
+    def preemptable(self, preemptor: TaskInfo, preemptees: list[TaskInfo]) -> list[TaskInfo]:
+        return self._tiered_victims(PREEMPTABLE, preemptor, preemptees) or []
+
+    def reclaimable(self, reclaimer: TaskInfo, reclaimees: list[TaskInfo]) -> list[TaskInfo]:
+        return self._tiered_victims(RECLAIMABLE, reclaimer, reclaimees) or []
+
+    def unified_evictable(self, evictor: TaskInfo, evictees: list[TaskInfo]) -> list[TaskInfo]:
+        return self._tiered_victims(UNIFIED_EVICTABLE, evictor, evictees) or []
+
+    def victim_tasks(self, tasks: list[TaskInfo]) -> list[TaskInfo]:
+        for row in self._chains[VICTIM_TASKS]:
+            seen: dict[str, TaskInfo] = {}
+            for _, fn in row:
+                for v in fn(tasks):
+                    seen.setdefault(v.uid, v)
+            if seen:
+                return [seen[k] for k in sorted(seen)]
+        return []
+
+    # ----------------------------------------------------------------- queue and job predicates
+    def overused(self, queue: QueueInfo) -> bool:
+        return any(fn(queue) for _, fn in self._flat[OVERUSED])
+
+    def allocatable_fn(self, queue: QueueInfo, task: TaskInfo) -> bool:
+        return all(fn(queue, task) for _, fn in self._flat[ALLOCATABLE])
+
+    def preemptive(self, queue: QueueInfo, task: TaskInfo) -> bool:
+        return all(fn(queue, task) for _, fn in self._flat[PREEMPTIVE])
+
+    def job_ready(self, job: JobInfo) -> bool:
+        return all(fn(job) for _, fn in self._flat[JOB_READY])
+
+    def _vote(self, point: str, job: JobInfo) -> bool:
+        for row in self._chains[point]:
+            permitted = False
+            for _, fn in row:
+                res = fn(job)
+                if res < 0:
+                    return False
+                if res > 0:
+                    permitted = True
+            if permitted:
+                return True
+        return True
+
+    def job_pipelined(self, job: JobInfo) -> bool:
+        return self._vote(JOB_PIPELINED, job)
+
+    def job_enqueueable(self, job: JobInfo) -> bool:
+        return self._vote(JOB_ENQUEUEABLE, job)
+
+    def job_enqueued(self, job: JobInfo) -> None:
+        for _, fn in self._flat[JOB_ENQUEUED]:
+            fn(job)
+
+    def job_starving(self, job: JobInfo) -> bool:
+        for row in self._chains[JOB_STARVING]:
+            if not row:
+                continue
+            return all(fn(job) for _, fn in row)
+        return False
+
+    def job_valid(self, job: JobInfo) -> Any:
+        for _, fn in self._flat[JOB_VALID]:
+            vr = fn(job)
+            if vr is not None and not vr.passed:
+                return vr
+        return None
+
+    def simulate_allocatable(self, queue: QueueInfo, task: TaskInfo, state: Any) -> bool:
+        return all(fn(queue, task, state) for _, fn in self._flat[SIMULATE_ALLOCATABLE])
+
+    def callbacks(self, point: str) -> list[tuple[str, Callable[..., Any]]]:
+        return list(self._flat.get(point, []))

@@ -1,0 +1,103 @@
+"""Column arrays of node accounting, kept in step with NodeInfo, for vectorised fit and score.
+
+Rows follow the session's node list order; columns are `dims` (cpu, memory, then scalar names
+sorted).  Values are float64 (exact for integers below 2**53: milli-cpu and bytes fit).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import numpy as np
+import numpy.typing as npt
+
+from daemon.scheduler.model.resources import CPU, MEMORY, MIN_RESOURCE, PODS, Resource
+
+if TYPE_CHECKING:
+    from daemon.scheduler.model.node import NodeInfo
+    from daemon.scheduler.model.task import TaskInfo
+
+FloatArray = npt.NDArray[np.float64]
+BoolArray = npt.NDArray[np.bool_]
+IntArray = npt.NDArray[np.int64]
+
+
+class NodeTable:
+    def __init__(self, nodes: list[NodeInfo], extra_dims: set[str]) -> None:
+        scalar_names: set[str] = set(extra_dims)
+        for n in nodes:
+            scalar_names.update(n.allocatable.scalars)
+        self.dims: list[str] = [CPU, MEMORY, *sorted(scalar_names)]
+        self.col: dict[str, int] = {d: i for i, d in enumerate(self.dims)}
+        self.nodes = nodes
+        self.names: list[str] = [n.name for n in nodes]
+        size = (len(nodes), len(self.dims))
+        self.allocatable: FloatArray = np.zeros(size)
+        self.idle: FloatArray = np.zeros(size)
+        self.used: FloatArray = np.zeros(size)
+        self.releasing: FloatArray = np.zeros(size)
+        self.pipelined: FloatArray = np.zeros(size)
+        self.future_idle: FloatArray = np.zeros(size)
+        self.pod_count: IntArray = np.zeros(len(nodes), dtype=np.int64)
+        self.max_pods: IntArray = np.zeros(len(nodes), dtype=np.int64)
+        # Bumped on every change to a row; consumers may cache per-row results by version.
+        self.version: IntArray = np.zeros(len(nodes), dtype=np.int64)
+        for i, n in enumerate(nodes):
+            n.index = i
+            self.allocatable[i] = self.vector(n.allocatable)
+            self.max_pods[i] = n.max_task_num
+            self.refresh(n)
+            n.on_change = self.refresh
+
+    def vector(self, r: Resource) -> FloatArray:
+        v = np.zeros(len(self.dims))
+        v[0] = r.cpu
+        v[1] = r.memory
+        col = self.col
+        for name, value in r.scalars.items():
+            c = col.get(name)
+            if c is not None:
+                v[c] = value
+        return v
+
+    def refresh(self, node: NodeInfo) -> None:
+        i = node.index
+        idle, rel, pip = node.idle, node.releasing, node.pipelined
+        self.idle[i] = self.vector(idle)
+        self.used[i] = self.vector(node.used)
+        self.releasing[i] = self.vector(rel)
+        self.pipelined[i] = self.vector(pip)
+        self.future_idle[i] = self.idle[i] + self.releasing[i] - self.pipelined[i]
+        self.pod_count[i] = len(node.tasks)
+        self.version[i] += 1
+
+    def request_columns(self, task: TaskInfo) -> tuple[IntArray, FloatArray]:
+        """Columns compared by LessEqual(request, X, Zero): cpu, memory and the request's scalars."""
+        cols = [0, 1]
+        vals = [float(task.resreq.cpu), float(task.resreq.memory)]
+        for name in sorted(task.resreq.scalars):
+            c = self.col.get(name)
+            if c is None:
+                continue
+            cols.append(c)
+            vals.append(float(task.resreq.scalars[name]))
+        return np.asarray(cols, dtype=np.int64), np.asarray(vals)
+
+    def fits(
+        self, which: FloatArray, cols: IntArray, vals: FloatArray, rows: IntArray | None = None
+    ) -> BoolArray:
+        """Rows where request <= `which` on every compared column (tolerance 0.1)."""
+        sub = which[:, cols] if rows is None else which[np.ix_(rows, cols)]
+        return np.all(vals - sub < MIN_RESOURCE, axis=1)
+
+    def first_insufficient(
+        self, which: FloatArray, cols: IntArray, vals: FloatArray, rows: IntArray
+    ) -> list[str]:
+        """For each row, the first dimension (cpu, memory, scalars sorted) the request exceeds."""
+        sub = which[np.ix_(rows, cols)]
+        bad = (vals - sub) >= MIN_RESOURCE
+        first = np.argmax(bad, axis=1)
+        return [self.dims[int(cols[j])] for j in first]
+
+    def pods_col(self) -> int | None:
+        return self.col.get(PODS)

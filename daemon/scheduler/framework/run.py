@@ -1,0 +1,179 @@
+"""run_session: open a session, run the configured actions, close it, report decisions.
+
+Spans (OpenTelemetry API only; the caller injects a TracerProvider): `session`, one child per
+plugin open and close (`plugin.open <name>` / `plugin.close <name>`) and one per action
+(`action <name>`) carrying per-plugin callback counts and seconds as attributes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from opentelemetry import trace
+
+from daemon.scheduler.framework import registry
+from daemon.scheduler.framework.close import update_job_statuses, update_queue_allocated
+from daemon.scheduler.framework.conf import SchedulerConf
+from daemon.scheduler.framework.session import Eviction, Session
+from daemon.scheduler.model.job import Condition
+from daemon.scheduler.model.snapshot import ClusterSnapshot
+from daemon.scheduler.model.task import TaskStatus
+
+if TYPE_CHECKING:
+    from opentelemetry.trace import TracerProvider
+
+    from daemon.scheduler.framework.plugin import Plugin
+
+TRACER_NAME = "fumarole.scheduler"
+
+
+@dataclass(slots=True)
+class PodGroupOutcome:
+    phase: str
+    conditions: list[Condition]
+    running: int = 0
+    succeeded: int = 0
+    failed: int = 0
+
+
+@dataclass(slots=True)
+class SessionResult:
+    """What one session decided, in stable order."""
+
+    session_id: str
+    binds: dict[str, str]
+    bind_order: list[str]
+    pipelined: dict[str, str]
+    evictions: list[Eviction]
+    podgroups: dict[str, PodGroupOutcome]
+    changed_podgroups: list[str]
+    queues: dict[str, dict[str, Any]]
+    pending: dict[str, str]
+    warnings: list[str]
+    stats: dict[str, dict[str, float]] = field(default_factory=dict)
+
+
+class UnknownActionError(ValueError):
+    pass
+
+
+def known_actions() -> frozenset[str]:
+    return frozenset(registry.ACTIONS)
+
+
+def known_plugins() -> frozenset[str]:
+    return frozenset(registry.PLUGINS)
+
+
+def run_session(
+    snapshot: ClusterSnapshot,
+    conf: SchedulerConf,
+    *,
+    tracer_provider: TracerProvider | None = None,
+    explain: bool = True,
+) -> SessionResult:
+    tracer = (
+        tracer_provider.get_tracer(TRACER_NAME)
+        if tracer_provider is not None
+        else trace.get_tracer(TRACER_NAME)
+    )
+    measuring = tracer_provider is not None
+    for a in conf.actions:
+        if a not in registry.ACTIONS:
+            raise UnknownActionError(f"action {a!r} is not implemented by Fumarole")
+    with tracer.start_as_current_span("session") as root:
+        ssn = Session(snapshot, conf, measure_callbacks=measuring)
+        root.set_attribute("session.id", ssn.uid)
+        root.set_attribute("session.jobs", len(ssn.jobs))
+        root.set_attribute("session.nodes", len(ssn.node_list))
+        root.set_attribute("conf.hash", conf.digest)
+        plugins: list[Plugin] = []
+        for tier in conf.tiers:
+            for opt in tier.plugins:
+                factory = registry.PLUGINS.get(opt.name)
+                if factory is None:
+                    ssn.warnings.append(f"plugin {opt.name!r} is not implemented by Fumarole; skipped")
+                    continue
+                plugin = factory(dict(opt.arguments))
+                with tracer.start_as_current_span(f"plugin.open {opt.name}"):
+                    plugin.on_session_open(ssn)
+                plugins.append(plugin)
+                ssn.plugins.setdefault(opt.name, plugin)
+        ssn.compile_chains()
+        for name in conf.actions:
+            action = registry.ACTIONS[name]()
+            ssn.current_action = name
+            before = _snapshot_stats(ssn)
+            with tracer.start_as_current_span(f"action {name}") as span:
+                action.execute(ssn)
+                if measuring:
+                    for key, (calls, secs) in _diff_stats(ssn, before).items():
+                        span.set_attribute(f"plugin.{key}.calls", calls)
+                        span.set_attribute(f"plugin.{key}.seconds", round(secs, 6))
+        ssn.current_action = ""
+        for plugin in plugins:
+            with tracer.start_as_current_span(f"plugin.close {plugin.name}"):
+                plugin.on_session_close(ssn)
+        changed = update_job_statuses(ssn)
+        update_queue_allocated(ssn)
+        result = _result(ssn, changed, explain)
+        root.set_attribute("session.binds", len(result.binds))
+        root.set_attribute("session.evictions", len(result.evictions))
+        root.set_attribute("session.pipelined", len(result.pipelined))
+    return result
+
+
+def _snapshot_stats(ssn: Session) -> dict[tuple[str, str], tuple[int, float]]:
+    return {k: (ssn.stats.calls[k], ssn.stats.seconds[k]) for k in ssn.stats.calls}
+
+
+def _diff_stats(
+    ssn: Session, before: dict[tuple[str, str], tuple[int, float]]
+) -> dict[str, tuple[int, float]]:
+    out: dict[str, tuple[int, float]] = {}
+    for key in sorted(ssn.stats.calls):
+        calls0, secs0 = before.get(key, (0, 0.0))
+        calls = ssn.stats.calls[key] - calls0
+        if calls:
+            out[f"{key[0]}.{key[1]}"] = (calls, ssn.stats.seconds[key] - secs0)
+    return out
+
+
+def _result(ssn: Session, changed: list[str], explain: bool) -> SessionResult:
+    from daemon.scheduler.framework.explain import pending_reasons
+
+    pipelined: dict[str, str] = {}
+    podgroups: dict[str, PodGroupOutcome] = {}
+    for uid in sorted(ssn.jobs):
+        job = ssn.jobs[uid]
+        for t in sorted(job.tasks_in(TaskStatus.PIPELINED), key=lambda t: t.key):
+            pipelined[t.key] = t.node_name
+        st = job.status
+        podgroups[uid] = PodGroupOutcome(st.phase, list(st.conditions), st.running, st.succeeded, st.failed)
+    queues: dict[str, dict[str, Any]] = {}
+    for name in ("capacity", "proportion"):
+        plugin = ssn.plugins.get(name)
+        if plugin is not None and hasattr(plugin, "queue_figures"):
+            queues = plugin.queue_figures()
+            break
+    stats = {
+        f"{p}.{point}": {
+            "calls": float(ssn.stats.calls[(p, point)]),
+            "seconds": ssn.stats.seconds[(p, point)],
+        }
+        for (p, point) in sorted(ssn.stats.calls)
+    }
+    return SessionResult(
+        session_id=ssn.uid,
+        binds=dict(ssn.binds),
+        bind_order=list(ssn.bind_order),
+        pipelined=pipelined,
+        evictions=list(ssn.evictions),
+        podgroups=podgroups,
+        changed_podgroups=changed,
+        queues=queues,
+        pending=pending_reasons(ssn) if explain else {},
+        warnings=list(dict.fromkeys(ssn.warnings)),
+        stats=stats,
+    )

@@ -1,0 +1,228 @@
+"""The Session: cluster state for one cycle, plugin registration and Volcano's session operations.
+
+Extension-point combinators (how tiers and plugins vote) live in `combinators.py`; the
+Statement (staged operations) in `statement.py`; PodGroup status written at close in
+`close.py`.  A session never reads the wall clock: `now` comes from the snapshot.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import defaultdict
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from daemon.scheduler.framework.combinators import Combinators
+from daemon.scheduler.framework.conf import PluginOption, SchedulerConf, Tier
+from daemon.scheduler.framework.nodetable import NodeTable
+from daemon.scheduler.model.job import PHASE_PENDING, JobInfo
+from daemon.scheduler.model.node import NodeInfo
+from daemon.scheduler.model.queue import NamespaceInfo, PriorityClassInfo, QueueInfo
+from daemon.scheduler.model.resources import Resource
+from daemon.scheduler.model.snapshot import ClusterSnapshot
+from daemon.scheduler.model.task import TaskInfo, TaskStatus
+
+if TYPE_CHECKING:
+    from daemon.scheduler.framework.plugin import Plugin
+
+
+class SessionError(RuntimeError):
+    """An operation the session cannot perform (unknown job or node, accounting conflict)."""
+
+
+@dataclass(slots=True)
+class EventHandler:
+    allocate: Callable[[TaskInfo], None] | None = None
+    deallocate: Callable[[TaskInfo], None] | None = None
+
+
+@dataclass(slots=True)
+class Eviction:
+    """One eviction that left the session, with its cause."""
+
+    task: str
+    node: str
+    action: str
+    reason: str
+
+
+@dataclass(slots=True)
+class CallbackStats:
+    """Per (plugin, extension point) call counts and seconds, for the action span."""
+
+    calls: dict[tuple[str, str], int] = field(default_factory=lambda: defaultdict(int))
+    seconds: dict[tuple[str, str], float] = field(default_factory=lambda: defaultdict(float))
+
+
+class Session(Combinators):
+    """One scheduling cycle over a private copy of the snapshot."""
+
+    def __init__(
+        self, snapshot: ClusterSnapshot, conf: SchedulerConf, *, measure_callbacks: bool = False
+    ) -> None:
+        snap = snapshot.clone()
+        self.uid = snap.session_id
+        self.now = snap.now
+        self.conf = conf
+        self.tiers: list[Tier] = conf.tiers
+        self.configured_actions = frozenset(conf.actions)
+        self.jobs: dict[str, JobInfo] = {}
+        self.queues: dict[str, QueueInfo] = snap.queues
+        self.namespaces: dict[str, NamespaceInfo] = snap.namespaces
+        self.priority_classes: dict[str, PriorityClassInfo] = snap.priority_classes
+        self.node_list: list[NodeInfo] = snap.nodes
+        self.nodes: dict[str, NodeInfo] = {n.name: n for n in snap.nodes}
+        self.total_resource = Resource()
+        for n in self.node_list:
+            self.total_resource.add(n.allocatable)
+        # Volcano drops jobs without a PodGroup or whose queue does not exist.
+        for uid in sorted(snap.jobs):
+            job = snap.jobs[uid]
+            if not job.has_pod_group or job.queue not in self.queues:
+                continue
+            self.jobs[uid] = job
+        self.pod_group_old: dict[str, tuple[object, ...]] = {
+            uid: j.status.comparable() for uid, j in self.jobs.items()
+        }
+        extra_dims: set[str] = set()
+        for j in self.jobs.values():
+            for t in j.tasks.values():
+                extra_dims.update(t.resreq.scalars)
+        self.table = NodeTable(self.node_list, extra_dims)
+        self.plugins: dict[str, Plugin] = {}
+        self.fns: dict[str, dict[str, Any]] = defaultdict(dict)
+        self.batch_fns: dict[str, dict[str, Any]] = defaultdict(dict)
+        self.event_handlers: list[EventHandler] = []
+        self.stats = CallbackStats()
+        self.measure_callbacks = measure_callbacks
+        # Outputs.
+        self.binds: dict[str, str] = {}
+        self.bind_order: list[str] = []
+        self.evictions: list[Eviction] = []
+        self.current_action = ""
+        # Why enqueue (or a plugin's JobEnqueueable) turned a job away: job uid -> message.
+        self.enqueue_rejections: dict[str, str] = {}
+        self.eviction_cause = ""
+        # Shared across actions, as Volcano's package-level lastProcessedNodeIndex.
+        self.last_processed_node_index = 0
+        self.warnings: list[str] = list(conf.warnings)
+        self._pc_cache: dict[str, PluginOption] = {}
+
+    # ----------------------------------------------------------------- registration
+    def register(self, point: str, plugin: str, fn: Any, batch: Any = None) -> None:
+        """Register a callback of `plugin` for extension point `point` (Volcano's AddXxxFn)."""
+        if self.measure_callbacks:
+            fn = self._measured(plugin, point, fn)
+            if batch is not None:
+                batch = self._measured(plugin, point, batch)
+        self.fns[point][plugin] = fn
+        if batch is not None:
+            self.batch_fns[point][plugin] = batch
+
+    def _measured(self, plugin: str, point: str, fn: Callable[..., Any]) -> Callable[..., Any]:
+        stats = self.stats
+        key = (plugin, point)
+        perf = time.perf_counter
+
+        def wrapper(*args: Any) -> Any:
+            t0 = perf()
+            try:
+                return fn(*args)
+            finally:
+                stats.calls[key] += 1
+                stats.seconds[key] += perf() - t0
+
+        return wrapper
+
+    def add_event_handler(self, handler: EventHandler) -> None:
+        self.event_handlers.append(handler)
+
+    # ----------------------------------------------------------------- lookups
+    def job_of(self, task: TaskInfo) -> JobInfo:
+        job = self.jobs.get(task.job)
+        if job is None:
+            raise SessionError(f"failed to find job {task.job} of task {task.key}")
+        return job
+
+    def priority_of_class(self, name: str) -> int | None:
+        pc = self.priority_classes.get(name)
+        return pc.value if pc is not None else None
+
+    # ----------------------------------------------------------------- immediate operations
+    def _fire_allocate(self, task: TaskInfo) -> None:
+        for eh in self.event_handlers:
+            if eh.allocate is not None:
+                eh.allocate(task)
+
+    def _fire_deallocate(self, task: TaskInfo) -> None:
+        for eh in self.event_handlers:
+            if eh.deallocate is not None:
+                eh.deallocate(task)
+
+    def allocate(self, task: TaskInfo, node: NodeInfo) -> None:
+        """ssn.Allocate (used by backfill): allocate now; dispatch the job's allocated tasks once ready."""
+        job = self.job_of(task)
+        job.update_task_status(task, TaskStatus.ALLOCATED)
+        task.node_name = node.name
+        node.add_task(task)
+        self._fire_allocate(task)
+        if self.job_ready(job):
+            for t in job.tasks_in(TaskStatus.ALLOCATED):
+                self.dispatch(t)
+
+    def pipeline(self, task: TaskInfo, node_name: str) -> None:
+        job = self.job_of(task)
+        job.update_task_status(task, TaskStatus.PIPELINED)
+        task.node_name = node_name
+        node = self.nodes.get(node_name)
+        if node is None:
+            raise SessionError(f"failed to find node {node_name}")
+        node.add_task(task)
+        self._fire_allocate(task)
+
+    def dispatch(self, task: TaskInfo) -> None:
+        """Hand a task to the binder: record the bind and mark it Binding."""
+        job = self.job_of(task)
+        self.binds[task.key] = task.node_name
+        self.bind_order.append(task.key)
+        job.update_task_status(task, TaskStatus.BINDING)
+
+    def evict(self, task: TaskInfo, reason: str) -> None:
+        """ssn.Evict (used by shuffle): evict immediately, no statement."""
+        self.record_eviction(task, reason)
+        job = self.job_of(task)
+        job.update_task_status(task, TaskStatus.RELEASING)
+        node = self.nodes.get(task.node_name)
+        if node is not None:
+            node.update_task(task)
+        self._fire_deallocate(task)
+
+    def record_eviction(self, task: TaskInfo, reason: str) -> None:
+        self.evictions.append(Eviction(task.key, task.node_name, self.current_action, reason))
+
+    # ----------------------------------------------------------------- helpers for actions
+    def promote_pending(self, job: JobInfo) -> None:
+        if job.status.phase in ("", PHASE_PENDING):
+            from daemon.scheduler.model.job import PHASE_INQUEUE
+
+            job.status.phase = PHASE_INQUEUE
+
+    def plugin_option(self, name: str) -> PluginOption | None:
+        """The first configured entry of a plugin (tiers in order)."""
+        if name in self._pc_cache:
+            return self._pc_cache[name]
+        for tier in self.tiers:
+            for p in tier.plugins:
+                if p.name == name:
+                    self._pc_cache[name] = p
+                    return p
+        return None
+
+    def node_list_ref(self) -> list[NodeInfo]:
+        return self.node_list
+
+    def table_rows(self, nodes: list[NodeInfo]) -> Any:
+        import numpy as np
+
+        return np.asarray([n.index for n in nodes], dtype=np.int64)

@@ -1,0 +1,129 @@
+"""Statement: staged allocate / pipeline / evict operations with commit and discard (statement.go)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from daemon.scheduler.model.task import TaskInfo, TaskStatus
+
+if TYPE_CHECKING:
+    from daemon.scheduler.framework.session import Session
+    from daemon.scheduler.model.node import NodeInfo
+
+EVICT = "evict"
+PIPELINE = "pipeline"
+ALLOCATE = "allocate"
+
+
+@dataclass(slots=True)
+class Operation:
+    name: str
+    task: TaskInfo
+    reason: str = ""
+
+
+class Statement:
+    """Operations take effect in the session at once; Commit sends binds/evictions out."""
+
+    __slots__ = ("operations", "ssn")
+
+    def __init__(self, ssn: Session) -> None:
+        self.ssn = ssn
+        self.operations: list[Operation] = []
+
+    # ----------------------------------------------------------------- staged operations
+    def evict(self, task: TaskInfo, reason: str) -> None:
+        ssn = self.ssn
+        job = ssn.jobs.get(task.job)
+        if job is not None:
+            job.update_task_status(task, TaskStatus.RELEASING)
+        node = ssn.nodes.get(task.node_name)
+        if node is not None:
+            node.update_task(task)
+        ssn._fire_deallocate(task)
+        self.operations.append(Operation(EVICT, task, reason))
+
+    def pipeline(self, task: TaskInfo, node_name: str, eviction_occurred: bool = False) -> None:
+        ssn = self.ssn
+        job = ssn.job_of(task)
+        job.update_task_status(task, TaskStatus.PIPELINED)
+        task.node_name = node_name
+        node = ssn.nodes.get(node_name)
+        try:
+            if node is None:
+                raise KeyError(node_name)
+            node.add_task(task)
+        except Exception:
+            self._unpipeline(task)
+            raise
+        ssn._fire_allocate(task)
+        self.operations.append(Operation(PIPELINE, task))
+
+    def allocate(self, task: TaskInfo, node: NodeInfo) -> None:
+        ssn = self.ssn
+        job = ssn.job_of(task)
+        job.update_task_status(task, TaskStatus.ALLOCATED)
+        task.node_name = node.name
+        try:
+            node.add_task(task)
+        except Exception:
+            self._unallocate(task)
+            raise
+        ssn._fire_allocate(task)
+        self.operations.append(Operation(ALLOCATE, task))
+
+    # ----------------------------------------------------------------- undo helpers
+    def _unevict(self, task: TaskInfo) -> None:
+        ssn = self.ssn
+        job = ssn.jobs.get(task.job)
+        if job is not None:
+            job.update_task_status(task, TaskStatus.RUNNING)
+        node = ssn.nodes.get(task.node_name)
+        if node is not None:
+            node.update_task(task)
+        ssn._fire_allocate(task)
+
+    def _unpipeline(self, task: TaskInfo) -> None:
+        ssn = self.ssn
+        job = ssn.jobs.get(task.job)
+        if job is not None:
+            job.update_task_status(task, TaskStatus.PENDING)
+        node = ssn.nodes.get(task.node_name)
+        if node is not None and task.uid in node.tasks:
+            node.remove_task(task)
+        ssn._fire_deallocate(task)
+        task.node_name = ""
+
+    _unallocate = _unpipeline
+
+    def unpipeline(self, task: TaskInfo) -> None:
+        self._unpipeline(task)
+
+    # ----------------------------------------------------------------- outcome
+    def discard(self) -> None:
+        for op in reversed(self.operations):
+            op.task.last_tx = (op.task.status, op.task.node_name)
+            if op.name == EVICT:
+                self._unevict(op.task)
+            elif op.name == PIPELINE:
+                self._unpipeline(op.task)
+            else:
+                self._unallocate(op.task)
+        self.operations = []
+
+    def commit(self) -> None:
+        ssn = self.ssn
+        for op in self.operations:
+            op.task.last_tx = None
+            if op.name == EVICT:
+                ssn.record_eviction(op.task, op.reason)
+            elif op.name == ALLOCATE:
+                ssn.dispatch(op.task)
+            # Pipelining never leaves the session.
+        self.operations = []
+
+    def merge(self, *others: Statement) -> None:
+        for s in others:
+            self.operations.extend(s.operations)
+            s.operations = []

@@ -1,0 +1,135 @@
+"""Nodes: allocatable, idle/used/releasing/pipelined accounting and the tasks placed on them."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from daemon.scheduler.model.resources import PODS, Resource
+from daemon.scheduler.model.task import Taint, TaskInfo, TaskStatus
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+
+class NodeError(Exception):
+    """A task cannot be added to or removed from a node."""
+
+
+@dataclass(frozen=True, slots=True)
+class NodeFacts:
+    """Node manifest facts read by predicates and scores."""
+
+    labels: dict[str, str] = field(default_factory=dict)
+    annotations: dict[str, str] = field(default_factory=dict)
+    taints: tuple[Taint, ...] = ()
+    unschedulable: bool = False
+    images: dict[str, int] = field(default_factory=dict)
+
+
+class NodeInfo:
+    """Volcano's NodeInfo: FutureIdle = Idle + Releasing - Pipelined."""
+
+    __slots__ = (
+        "allocatable",
+        "capability",
+        "facts",
+        "idle",
+        "index",
+        "max_task_num",
+        "name",
+        "on_change",
+        "pipelined",
+        "releasing",
+        "tasks",
+        "used",
+    )
+
+    def __init__(
+        self,
+        name: str,
+        allocatable: Resource,
+        capability: Resource | None = None,
+        facts: NodeFacts | None = None,
+    ) -> None:
+        self.name = name
+        self.allocatable = allocatable
+        self.capability = capability if capability is not None else allocatable.clone()
+        self.facts = facts if facts is not None else NodeFacts()
+        self.idle = allocatable.clone()
+        self.used = Resource()
+        self.releasing = Resource()
+        self.pipelined = Resource()
+        self.max_task_num = int(allocatable.scalars.get(PODS, 0))
+        self.tasks: dict[str, TaskInfo] = {}
+        self.index = -1
+        # Set by the session's node table to mirror accounting into its arrays.
+        self.on_change: Callable[[NodeInfo], None] | None = None
+
+    def future_idle(self) -> Resource:
+        return self.idle.clone().add(self.releasing).sub(self.pipelined)
+
+    # Accounting follows api/node_info.go addResource / subResource.
+    def _add_resource(self, status: TaskStatus, req: Resource) -> None:
+        if status is TaskStatus.RELEASING:
+            self.releasing.add(req)
+            self.idle.sub(req)
+            self.used.add(req)
+        elif status is TaskStatus.PIPELINED:
+            self.pipelined.add(req)
+        else:
+            self.idle.sub(req)
+            self.used.add(req)
+
+    def _sub_resource(self, status: TaskStatus, req: Resource) -> None:
+        if status is TaskStatus.RELEASING:
+            self.releasing.sub(req)
+            self.idle.add(req)
+            self.used.sub(req)
+        elif status is TaskStatus.PIPELINED:
+            self.pipelined.sub(req)
+        else:
+            self.idle.add(req)
+            self.used.sub(req)
+
+    def add_task(self, task: TaskInfo) -> None:
+        if task.node_name and task.node_name != self.name:
+            raise NodeError(f"task <{task.key}> already on another node <{task.node_name}>")
+        if task.uid in self.tasks:
+            raise NodeError(f"task <{task.key}> already on node <{self.name}>")
+        if task.status is TaskStatus.BINDING and not task.resreq.less_equal(self.idle):
+            raise NodeError(f"task <{task.key}> binding on node <{self.name}> without idle resources")
+        ti = task.clone()
+        self._add_resource(ti.status, ti.resreq)
+        task.node_name = self.name
+        ti.node_name = self.name
+        self.tasks[task.uid] = ti
+        if self.on_change is not None:
+            self.on_change(self)
+
+    def remove_task(self, task: TaskInfo) -> None:
+        ti = self.tasks.pop(task.uid, None)
+        if ti is None:
+            raise NodeError(f"task <{task.key}> not on node <{self.name}>")
+        self._sub_resource(ti.status, ti.resreq)
+        if self.on_change is not None:
+            self.on_change(self)
+
+    def update_task(self, task: TaskInfo) -> None:
+        self.remove_task(task)
+        self.add_task(task)
+
+    def pod_count(self) -> int:
+        return len(self.tasks)
+
+    def clone(self) -> NodeInfo:
+        n = NodeInfo(self.name, self.allocatable, self.capability, self.facts)
+        n.idle = self.idle.clone()
+        n.used = self.used.clone()
+        n.releasing = self.releasing.clone()
+        n.pipelined = self.pipelined.clone()
+        n.tasks = {uid: t.clone() for uid, t in self.tasks.items()}
+        return n
+
+    def __repr__(self) -> str:
+        return f"Node({self.name} idle={self.idle} used={self.used})"

@@ -1,0 +1,50 @@
+"""The cluster snapshot a session consumes: ordered nodes, jobs, queues and cluster facts."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from daemon.scheduler.model.job import JobInfo
+from daemon.scheduler.model.node import NodeInfo
+from daemon.scheduler.model.queue import NamespaceInfo, PriorityClassInfo, QueueInfo
+from daemon.scheduler.model.task import TaskInfo
+
+
+@dataclass(slots=True)
+class ClusterSnapshot:
+    """Everything a session reads; `now` is virtual time in seconds (from events, never the wall clock).
+
+    `nodes` keeps a stable order (the session's node list order); `other_tasks` are pods that
+    belong to no job (other schedulers, or no PodGroup) and only occupy node resources.
+    """
+
+    nodes: list[NodeInfo] = field(default_factory=list)
+    jobs: dict[str, JobInfo] = field(default_factory=dict)
+    queues: dict[str, QueueInfo] = field(default_factory=dict)
+    namespaces: dict[str, NamespaceInfo] = field(default_factory=dict)
+    priority_classes: dict[str, PriorityClassInfo] = field(default_factory=dict)
+    other_tasks: list[TaskInfo] = field(default_factory=list)
+    now: float = 0.0
+    session_id: str = "session-0"
+
+    def clone(self) -> ClusterSnapshot:
+        """A deep enough copy for a session to mutate freely."""
+        nodes = [n.clone() for n in self.nodes]
+        jobs = {uid: j.clone() for uid, j in self.jobs.items()}
+        queues = {name: _clone_queue(q) for name, q in self.queues.items()}
+        return ClusterSnapshot(
+            nodes=nodes,
+            jobs=jobs,
+            queues=queues,
+            namespaces=self.namespaces,
+            priority_classes=self.priority_classes,
+            other_tasks=list(self.other_tasks),
+            now=self.now,
+            session_id=self.session_id,
+        )
+
+
+def _clone_queue(q: QueueInfo) -> QueueInfo:
+    from dataclasses import replace
+
+    return replace(q, allocated=q.allocated.clone())

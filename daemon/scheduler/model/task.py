@@ -1,0 +1,183 @@
+"""Tasks (pods as the scheduler sees them), their statuses and the pod facts predicates read."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import IntEnum
+from typing import Any
+
+from daemon.scheduler.model.resources import Resource
+
+
+class TaskStatus(IntEnum):
+    """Volcano's task statuses (api/types.go), with the same bit values."""
+
+    PENDING = 1 << 0
+    ALLOCATED = 1 << 1
+    PIPELINED = 1 << 2
+    BINDING = 1 << 3
+    BOUND = 1 << 4
+    RUNNING = 1 << 5
+    RELEASING = 1 << 6
+    SUCCEEDED = 1 << 7
+    FAILED = 1 << 8
+    UNKNOWN = 1 << 9
+
+    @property
+    def label(self) -> str:
+        return self.name.capitalize()
+
+
+ALLOCATED_STATUSES = frozenset(
+    {TaskStatus.ALLOCATED, TaskStatus.BINDING, TaskStatus.BOUND, TaskStatus.RUNNING}
+)
+PREEMPTABLE_STATUSES = frozenset({TaskStatus.BOUND, TaskStatus.RUNNING})
+SCHEDULED_STATUSES = frozenset(
+    {TaskStatus.RUNNING, TaskStatus.BOUND, TaskStatus.FAILED, TaskStatus.SUCCEEDED}
+)
+COMPLETED_STATUSES = frozenset({TaskStatus.FAILED, TaskStatus.SUCCEEDED})
+
+
+def allocated_status(status: TaskStatus) -> bool:
+    return status in ALLOCATED_STATUSES
+
+
+@dataclass(frozen=True, slots=True)
+class Toleration:
+    key: str = ""
+    operator: str = "Equal"
+    value: str = ""
+    effect: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Taint:
+    key: str
+    value: str
+    effect: str
+
+
+@dataclass(frozen=True, slots=True)
+class HostPort:
+    port: int
+    protocol: str = "TCP"
+    ip: str = "0.0.0.0"
+
+
+@dataclass(frozen=True, slots=True)
+class PodFacts:
+    """What the scheduler reads from a pod manifest beyond identity and resources."""
+
+    labels: dict[str, str] = field(default_factory=dict)
+    annotations: dict[str, str] = field(default_factory=dict)
+    node_selector: dict[str, str] = field(default_factory=dict)
+    # Raw `spec.affinity` (nodeAffinity / podAffinity / podAntiAffinity) as plain data.
+    affinity: dict[str, Any] = field(default_factory=dict)
+    tolerations: tuple[Toleration, ...] = ()
+    host_ports: tuple[HostPort, ...] = ()
+    priority_class_name: str = ""
+    preemption_policy: str = ""
+    scheduler_name: str = "volcano"
+    nominated_node_name: str = ""
+    scheduling_gates: tuple[str, ...] = ()
+    images: tuple[str, ...] = ()
+    owner_uid: str = ""
+    phase: str = "Pending"
+    deleting: bool = False
+
+    @property
+    def has_affinity_terms(self) -> bool:
+        return bool(self.affinity.get("podAffinity") or self.affinity.get("podAntiAffinity"))
+
+
+def status_from_pod(phase: str, node_name: str, deleting: bool) -> TaskStatus:
+    """api/helpers.go getTaskStatus."""
+    if phase == "Running":
+        return TaskStatus.RELEASING if deleting else TaskStatus.RUNNING
+    if phase == "Pending":
+        if deleting:
+            return TaskStatus.RELEASING
+        return TaskStatus.BOUND if node_name else TaskStatus.PENDING
+    if phase == "Unknown":
+        return TaskStatus.UNKNOWN
+    if phase == "Succeeded":
+        return TaskStatus.SUCCEEDED
+    if phase == "Failed":
+        return TaskStatus.FAILED
+    return TaskStatus.UNKNOWN
+
+
+class TaskInfo:
+    """One pod inside a session; mutable status and node, as Volcano's TaskInfo."""
+
+    __slots__ = (
+        "best_effort",
+        "creation",
+        "eq_key",
+        "job",
+        "last_tx",
+        "name",
+        "namespace",
+        "node_name",
+        "pod",
+        "preemptable",
+        "priority",
+        "resreq",
+        "role",
+        "sch_gated",
+        "status",
+        "uid",
+    )
+
+    def __init__(
+        self,
+        *,
+        uid: str,
+        name: str,
+        namespace: str,
+        job: str,
+        resreq: Resource,
+        status: TaskStatus,
+        node_name: str = "",
+        priority: int = 1,
+        role: str = "",
+        preemptable: bool = True,
+        creation: float = 0.0,
+        pod: PodFacts | None = None,
+        sch_gated: bool = False,
+    ) -> None:
+        self.uid = uid
+        self.name = name
+        self.namespace = namespace
+        self.job = job
+        self.resreq = resreq
+        self.status = status
+        self.node_name = node_name
+        self.priority = priority
+        self.role = role
+        self.preemptable = preemptable
+        self.creation = creation
+        self.pod = pod if pod is not None else PodFacts()
+        self.best_effort = resreq.is_empty()
+        self.sch_gated = sch_gated
+        # Last discarded transaction: (status, node) or None (Volcano's LastTransaction).
+        self.last_tx: tuple[TaskStatus, str] | None = None
+        # Key of the equivalence class used by the vectorised predicate path.
+        self.eq_key: Any = None
+
+    @property
+    def init_resreq(self) -> Resource:
+        return self.resreq
+
+    @property
+    def key(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+    def clone(self) -> TaskInfo:
+        t = TaskInfo.__new__(TaskInfo)
+        for s in TaskInfo.__slots__:
+            setattr(t, s, getattr(self, s))
+        return t
+
+    def __repr__(self) -> str:
+        return f"Task({self.namespace}/{self.name} {self.status.label} on {self.node_name or '-'})"

@@ -1,0 +1,1 @@
+"""Volcano plugins: one module each, with `NAME` and `new(arguments) -> Plugin`."""

@@ -1,0 +1,116 @@
+"""The binpack plugin: score nodes higher the fuller they would be after placing the task."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from daemon.scheduler.framework import combinators as cb
+from daemon.scheduler.framework.conf import arg_int
+from daemon.scheduler.framework.nodetable import FloatArray, IntArray
+from daemon.scheduler.framework.session import Session
+from daemon.scheduler.model.node import NodeInfo
+from daemon.scheduler.model.resources import CPU, MEMORY
+from daemon.scheduler.model.task import TaskInfo
+
+NAME = "binpack"
+MAX_NODE_SCORE = 100
+
+
+def weights_from(arguments: dict[str, Any]) -> tuple[int, dict[str, int]]:
+    weight = arg_int(arguments, "binpack.weight", 1)
+    cpu = arg_int(arguments, "binpack.cpu", 1)
+    if cpu < 0:
+        cpu = 1
+    mem = arg_int(arguments, "binpack.memory", 1)
+    if mem < 0:
+        mem = 1
+    per: dict[str, int] = {}
+    raw = arguments.get("binpack.resources")
+    text = raw if isinstance(raw, str) else ""
+    for name in text.split(","):
+        name = name.strip()
+        if not name:
+            continue
+        w = arg_int(arguments, "binpack.resources." + name, 1)
+        per[name] = 1 if w < 0 else w
+    per[CPU] = cpu
+    per[MEMORY] = mem
+    return weight, per
+
+
+def binpack_score(task: TaskInfo, node: NodeInfo, weight: int, per: dict[str, int]) -> float:
+    score = 0.0
+    wsum = 0
+    req = task.resreq
+    for rn in req.resource_names():
+        request = req.get(rn)
+        if request == 0:
+            continue
+        w = per.get(rn)
+        if w is None:
+            continue
+        cap = node.allocatable.get(rn)
+        if cap == 0 or w == 0:
+            wsum += w
+            continue
+        used_after = request + node.used.get(rn)
+        if used_after > cap:
+            return 0.0
+        score += used_after * w / cap
+        wsum += w
+    if wsum > 0:
+        score /= wsum
+    return score * float(MAX_NODE_SCORE * weight)
+
+
+class BinpackPlugin:
+    name = NAME
+
+    def __init__(self, arguments: dict[str, Any]) -> None:
+        self.weight, self.per = weights_from(arguments)
+
+    def on_session_open(self, ssn: Session) -> None:
+        if self.weight == 0:
+            return
+        weight, per = self.weight, self.per
+        table = ssn.table
+
+        def node_order(task: TaskInfo, node: NodeInfo) -> float:
+            return binpack_score(task, node, weight, per)
+
+        def batch(task: TaskInfo, rows: IntArray) -> FloatArray:
+            score = np.zeros(len(rows))
+            wsum = 0
+            overflow = np.zeros(len(rows), dtype=np.bool_)
+            req = task.resreq
+            for rn in req.resource_names():
+                request = req.get(rn)
+                w = per.get(rn)
+                if request == 0 or w is None:
+                    continue
+                c = table.col.get(rn)
+                cap = table.allocatable[rows, c] if c is not None else np.zeros(len(rows))
+                used = table.used[rows, c] if c is not None else np.zeros(len(rows))
+                used_after = request + used
+                valid = (cap != 0) & (w != 0)
+                overflow |= valid & (used_after > cap)
+                with np.errstate(divide="ignore", invalid="ignore"):
+                    part = np.where(valid, used_after * w / np.where(cap == 0, 1, cap), 0.0)
+                score += part
+                wsum += w
+            if wsum > 0:
+                score /= wsum
+            score *= float(MAX_NODE_SCORE * weight)
+            score[overflow] = 0.0
+            return score
+
+        ssn.register(cb.NODE_ORDER, NAME, node_order, batch)
+
+    def on_session_close(self, ssn: Session) -> None:
+        return None
+
+
+def new(arguments: dict[str, Any]) -> BinpackPlugin:
+    return BinpackPlugin(arguments)

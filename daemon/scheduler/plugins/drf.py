@@ -1,0 +1,111 @@
+"""The drf plugin: dominant-resource-fairness job order and share-based preemption victims.
+
+Hierarchical DRF (`enableHierarchy: true`) is not implemented: the flag is accepted with a
+warning and the plugin behaves as plain drf.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from daemon.scheduler.framework import combinators as cb
+from daemon.scheduler.framework.session import EventHandler, Session
+from daemon.scheduler.model.job import JobInfo
+from daemon.scheduler.model.resources import Resource, share
+from daemon.scheduler.model.task import ALLOCATED_STATUSES, TaskInfo
+
+NAME = "drf"
+SHARE_DELTA = 0.000001
+
+
+def dominant_share(allocated: Resource, total: Resource) -> float:
+    res = 0.0
+    for rn in total.resource_names():
+        s = share(allocated.get(rn), total.get(rn))
+        if s > res:
+            res = s
+    return res
+
+
+class JobAttr:
+    __slots__ = ("allocated", "share")
+
+    def __init__(self) -> None:
+        self.allocated = Resource()
+        self.share = 0.0
+
+
+class DrfPlugin:
+    name = NAME
+
+    def __init__(self, arguments: dict[str, Any]) -> None:
+        self.arguments = arguments
+        self.attrs: dict[str, JobAttr] = {}
+
+    def on_session_open(self, ssn: Session) -> None:
+        total = ssn.total_resource.clone()
+        opt = ssn.plugin_option(NAME)
+        if opt is not None and opt.flags.get("hierarchy"):
+            ssn.warnings.append(
+                "drf: enableHierarchy (hierarchical DRF) is not implemented; plain drf is used"
+            )
+        attrs: dict[str, JobAttr] = {}
+        for uid in sorted(ssn.jobs):
+            job = ssn.jobs[uid]
+            attr = JobAttr()
+            for st in ALLOCATED_STATUSES:
+                for t in job.index.get(st, {}).values():
+                    attr.allocated.add(t.resreq)
+            attr.share = dominant_share(attr.allocated, total)
+            attrs[uid] = attr
+        self.attrs = attrs
+
+        def preemptable(preemptor: TaskInfo, preemptees: list[TaskInfo]) -> tuple[list[TaskInfo], int]:
+            latt = attrs.get(preemptor.job)
+            if latt is None:
+                return [], cb.PERMIT
+            ls = dominant_share(latt.allocated.clone().add(preemptor.resreq), total)
+            allocations: dict[str, Resource] = {}
+            victims = []
+            for p in preemptees:
+                if p.job not in allocations:
+                    ratt = attrs.get(p.job)
+                    if ratt is None:
+                        continue
+                    allocations[p.job] = ratt.allocated.clone()
+                ralloc = allocations[p.job].sub(p.resreq)
+                rs = dominant_share(ralloc, total)
+                if ls < rs or abs(ls - rs) <= SHARE_DELTA:
+                    victims.append(p)
+            return victims, cb.PERMIT
+
+        def job_order(l: JobInfo, r: JobInfo) -> int:
+            ls, rs = attrs[l.uid].share, attrs[r.uid].share
+            if ls == rs:
+                return 0
+            return -1 if ls < rs else 1
+
+        def on_allocate(task: TaskInfo) -> None:
+            attr = attrs.get(task.job)
+            if attr is None:
+                return
+            attr.allocated.add(task.resreq)
+            attr.share = dominant_share(attr.allocated, total)
+
+        def on_deallocate(task: TaskInfo) -> None:
+            attr = attrs.get(task.job)
+            if attr is None:
+                return
+            attr.allocated.sub(task.resreq)
+            attr.share = dominant_share(attr.allocated, total)
+
+        ssn.register(cb.PREEMPTABLE, NAME, preemptable)
+        ssn.register(cb.JOB_ORDER, NAME, job_order)
+        ssn.add_event_handler(EventHandler(on_allocate, on_deallocate))
+
+    def on_session_close(self, ssn: Session) -> None:
+        self.attrs = {}
+
+
+def new(arguments: dict[str, Any]) -> DrfPlugin:
+    return DrfPlugin(arguments)

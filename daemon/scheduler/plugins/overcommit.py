@@ -1,0 +1,79 @@
+"""The overcommit plugin: admit jobs while inqueue minResources fit the over-committed idle cluster."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from daemon.scheduler.framework import combinators as cb
+from daemon.scheduler.framework.conf import arg_float
+from daemon.scheduler.framework.session import Session
+from daemon.scheduler.model.job import PHASE_INQUEUE, PHASE_RUNNING, JobInfo
+from daemon.scheduler.model.resources import Resource
+from daemon.scheduler.plugins.util import (
+    allocated_task_num,
+    deduct_sch_gated,
+    format_resource_names,
+    inqueue_resource,
+)
+
+NAME = "overcommit"
+FACTOR_KEY = "overcommit-factor"
+DEFAULT_FACTOR = 1.2
+
+
+class OvercommitPlugin:
+    name = NAME
+
+    def __init__(self, arguments: dict[str, Any]) -> None:
+        self.arguments = arguments
+        self.factor = DEFAULT_FACTOR
+        self.idle = Resource()
+        self.inqueue = Resource()
+
+    def on_session_open(self, ssn: Session) -> None:
+        self.factor = arg_float(self.arguments, FACTOR_KEY, DEFAULT_FACTOR)
+        if self.factor < 1.0:
+            ssn.warnings.append(
+                f"overcommit: {FACTOR_KEY} {self.factor} is below 1.0; using the default {DEFAULT_FACTOR}"
+            )
+            self.factor = DEFAULT_FACTOR
+        used = Resource()
+        for node in ssn.node_list:
+            used.add(node.used)
+        self.idle = ssn.total_resource.clone().multi(self.factor).sub(used)
+        self.inqueue = Resource()
+        for uid in sorted(ssn.jobs):
+            job = ssn.jobs[uid]
+            if job.min_resources is None:
+                continue
+            if job.status.phase == PHASE_INQUEUE:
+                self.inqueue.add(deduct_sch_gated(job, job.min_resources))
+            elif job.status.phase == PHASE_RUNNING and allocated_task_num(job) >= job.min_available:
+                self.inqueue.add(deduct_sch_gated(job, inqueue_resource(job, job.allocated)))
+
+        def enqueueable(job: JobInfo) -> int:
+            if job.min_resources is None:
+                return cb.PERMIT
+            total = self.inqueue.clone().add(job.min_resources)
+            ok, names = total.less_equal_with_dimension(self.idle, job.min_resources)
+            if ok:
+                return cb.PERMIT
+            ssn.enqueue_rejections[job.uid] = (
+                f"overcommit: {format_resource_names('resource in cluster is overused', 'overused', names)}"
+            )
+            return cb.REJECT
+
+        def enqueued(job: JobInfo) -> None:
+            if job.min_resources is None:
+                return
+            self.inqueue.add(deduct_sch_gated(job, job.min_resources))
+
+        ssn.register(cb.JOB_ENQUEUEABLE, NAME, enqueueable)
+        ssn.register(cb.JOB_ENQUEUED, NAME, enqueued)
+
+    def on_session_close(self, ssn: Session) -> None:
+        return None
+
+
+def new(arguments: dict[str, Any]) -> OvercommitPlugin:
+    return OvercommitPlugin(arguments)

@@ -1,0 +1,272 @@
+"""The proportion plugin: weighted fair share of the cluster between queues (plugins/proportion).
+
+Deserved shares are computed by Volcano's iterative division among queues that have jobs;
+queues are ordered by priority then share; a queue is overused once allocated reaches deserved
+on every dimension; a task is allocatable while the queue stays within deserved on the task's
+dimensions; jobs are admitted while minResources fit the queue's real capability.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from daemon.scheduler.framework import combinators as cb
+from daemon.scheduler.framework.session import EventHandler, Session
+from daemon.scheduler.model.job import PHASE_INQUEUE, PHASE_RUNNING, JobInfo
+from daemon.scheduler.model.queue import QueueInfo
+from daemon.scheduler.model.resources import Default, Resource, exceeded_part, share
+from daemon.scheduler.model.task import ALLOCATED_STATUSES, TaskInfo, TaskStatus
+from daemon.scheduler.plugins.util import (
+    allocated_task_num,
+    deduct_sch_gated,
+    deep_equal,
+    elastic_resources,
+    format_resource_names,
+    inqueue_resource,
+    resource_max,
+)
+
+NAME = "proportion"
+INF = float("inf")
+
+
+@dataclass(slots=True)
+class QueueAttr:
+    name: str
+    weight: int
+    deserved: Resource = field(default_factory=Resource)
+    allocated: Resource = field(default_factory=Resource)
+    request: Resource = field(default_factory=Resource)
+    elastic: Resource = field(default_factory=Resource)
+    inqueue: Resource = field(default_factory=Resource)
+    guarantee: Resource = field(default_factory=Resource)
+    capability: Resource | None = None
+    real_capability: Resource = field(default_factory=Resource)
+    share: float = 0.0
+
+    def update_share(self) -> None:
+        res = 0.0
+        for rn in self.deserved.resource_names():
+            s = share(self.allocated.get(rn), self.deserved.get(rn))
+            if s > res:
+                res = s
+        self.share = res
+
+
+def compute_deserved(attrs: dict[str, QueueAttr], total: Resource) -> None:
+    """Volcano's iterative division of `total` by weight (queues visited in name order)."""
+    remaining = total.clone()
+    meet: set[str] = set()
+    names = sorted(attrs)
+    while True:
+        total_weight = sum(attrs[n].weight for n in names if n not in meet)
+        if total_weight == 0:
+            break
+        old_remaining = remaining.clone()
+        increased = Resource()
+        decreased = Resource()
+        for n in names:
+            if n in meet:
+                continue
+            attr = attrs[n]
+            old = attr.deserved.clone()
+            attr.deserved.add(remaining.clone().multi(attr.weight / total_weight))
+            attr.deserved.min_dimension_resource(attr.real_capability, Default.INFINITY)
+            attr.deserved.min_dimension_resource(attr.request, Default.ZERO)
+            attr.deserved = resource_max(attr.deserved, attr.guarantee)
+            attr.update_share()
+            if attr.request.less_equal(attr.deserved, Default.ZERO) or deep_equal(attr.deserved, old):
+                meet.add(n)
+            inc, dec = attr.deserved.diff(old, Default.ZERO)
+            increased.add(inc)
+            decreased.add(dec)
+        remaining = exceeded_part(remaining.clone().add(decreased), increased)
+        if remaining.is_empty() or deep_equal(remaining, old_remaining):
+            break
+
+
+class ProportionPlugin:
+    name = NAME
+
+    def __init__(self, arguments: dict[str, Any]) -> None:
+        self.arguments = arguments
+        self.attrs: dict[str, QueueAttr] = {}
+
+    def queue_figures(self) -> dict[str, dict[str, Any]]:
+        """Per queue: deserved, allocated, capability (real), share; for `schedule` output."""
+        out: dict[str, dict[str, Any]] = {}
+        for name in sorted(self.attrs):
+            a = self.attrs[name]
+            out[name] = {
+                "weight": a.weight,
+                "deserved": a.deserved,
+                "allocated": a.allocated,
+                "capability": a.real_capability,
+                "request": a.request,
+                "share": a.share,
+            }
+        return out
+
+    def on_session_open(self, ssn: Session) -> None:
+        total = ssn.total_resource.clone()
+        total_guarantee = Resource()
+        for qname in sorted(ssn.queues):
+            q = ssn.queues[qname]
+            if q.guarantee is not None and not _empty_list(q.guarantee):
+                total_guarantee.add(q.guarantee)
+        attrs: dict[str, QueueAttr] = {}
+        for uid in sorted(ssn.jobs):
+            job = ssn.jobs[uid]
+            if job.queue not in attrs:
+                attrs[job.queue] = self._new_attr(ssn.queues[job.queue], total, total_guarantee)
+            attr = attrs[job.queue]
+            for st, bucket in job.index.items():
+                if st in ALLOCATED_STATUSES:
+                    for t in bucket.values():
+                        attr.allocated.add(t.resreq)
+                        attr.request.add(t.resreq)
+                elif st is TaskStatus.PENDING:
+                    for t in bucket.values():
+                        attr.request.add(t.resreq)
+            if job.min_resources is not None:
+                if job.status.phase == PHASE_INQUEUE:
+                    attr.inqueue.add(deduct_sch_gated(job, inqueue_resource(job, job.allocated)))
+                if job.status.phase == PHASE_RUNNING and allocated_task_num(job) >= job.min_available:
+                    attr.inqueue.add(deduct_sch_gated(job, inqueue_resource(job, job.allocated)))
+            attr.elastic.add(elastic_resources(job))
+        compute_deserved(attrs, total)
+        self.attrs = attrs
+        self._register(ssn, attrs)
+
+    @staticmethod
+    def _new_attr(queue: QueueInfo, total: Resource, total_guarantee: Resource) -> QueueAttr:
+        attr = QueueAttr(name=queue.name, weight=queue.weight)
+        if queue.capability is not None and not _empty_list(queue.capability):
+            cap = queue.capability.clone()
+            if cap.cpu <= 0:
+                cap.cpu = INF
+            if cap.memory <= 0:
+                cap.memory = INF
+            attr.capability = cap
+        if queue.guarantee is not None and not _empty_list(queue.guarantee):
+            attr.guarantee = queue.guarantee.clone()
+        real = exceeded_part(total, total_guarantee).add(attr.guarantee)
+        if attr.capability is not None:
+            real.min_dimension_resource(attr.capability, Default.INFINITY)
+        attr.real_capability = real
+        return attr
+
+    def _register(self, ssn: Session, attrs: dict[str, QueueAttr]) -> None:
+        def queue_order(l: QueueInfo, r: QueueInfo) -> int:
+            if l.priority != r.priority:
+                return r.priority - l.priority
+            ls, rs = attrs[l.uid].share, attrs[r.uid].share
+            if ls == rs:
+                return 0
+            return -1 if ls < rs else 1
+
+        def reclaimable(reclaimer: TaskInfo, reclaimees: list[TaskInfo]) -> tuple[list[TaskInfo], int]:
+            allocations: dict[str, Resource] = {}
+            victims = []
+            for r in reclaimees:
+                job = ssn.jobs.get(r.job)
+                if job is None:
+                    continue
+                attr = attrs.get(job.queue)
+                if attr is None:
+                    continue
+                if job.queue not in allocations:
+                    allocations[job.queue] = attr.allocated.clone()
+                allocated = allocations[job.queue]
+                if not allocated.less_equal(attr.deserved, Default.ZERO):
+                    allocated.sub(r.resreq)
+                    victims.append(r)
+            return victims, cb.PERMIT
+
+        def overused(queue: QueueInfo) -> bool:
+            attr = attrs.get(queue.uid)
+            if attr is None:
+                return False
+            return attr.deserved.less_equal(attr.allocated, Default.ZERO)
+
+        def queue_allocatable(queue: QueueInfo, req: Resource) -> bool:
+            if not queue.is_open():
+                return False
+            attr = attrs.get(queue.uid)
+            if attr is None:
+                return False
+            future = attr.allocated.clone().add(req)
+            ok, _ = future.less_equal_with_dimension(attr.deserved, req)
+            return ok
+
+        def allocatable(queue: QueueInfo, task: TaskInfo) -> bool:
+            return queue_allocatable(queue, task.resreq)
+
+        def preemptive(queue: QueueInfo, task: TaskInfo) -> bool:
+            return queue_allocatable(queue, task.resreq)
+
+        def enqueueable(job: JobInfo) -> int:
+            queue = ssn.queues[job.queue]
+            attr = attrs[job.queue]
+            if not queue.is_open():
+                ssn.enqueue_rejections[job.uid] = (
+                    f"proportion: queue {queue.name} is not open (state {queue.state!r})"
+                )
+                return cb.REJECT
+            if job.min_resources is None:
+                return cb.PERMIT
+            min_req = job.min_resources
+            r = min_req.clone().add(attr.allocated).add(attr.inqueue).sub(attr.elastic)
+            ok, names = r.less_equal_with_dimension(attr.real_capability, min_req)
+            if ok:
+                return cb.PERMIT
+            ssn.enqueue_rejections[job.uid] = "proportion: " + format_resource_names(
+                "queue resource quota insufficient", "insufficient", names
+            )
+            return cb.REJECT
+
+        def enqueued(job: JobInfo) -> None:
+            if job.min_resources is None:
+                return
+            attr = attrs.get(job.queue)
+            if attr is None:
+                return
+            attr.inqueue.add(deduct_sch_gated(job, job.min_resources))
+
+        def on_allocate(task: TaskInfo) -> None:
+            job = ssn.jobs.get(task.job)
+            attr = attrs.get(job.queue) if job is not None else None
+            if attr is None:
+                return
+            attr.allocated.add(task.resreq)
+            attr.update_share()
+
+        def on_deallocate(task: TaskInfo) -> None:
+            job = ssn.jobs.get(task.job)
+            attr = attrs.get(job.queue) if job is not None else None
+            if attr is None:
+                return
+            attr.allocated.sub(task.resreq)
+            attr.update_share()
+
+        ssn.register(cb.QUEUE_ORDER, NAME, queue_order)
+        ssn.register(cb.RECLAIMABLE, NAME, reclaimable)
+        ssn.register(cb.OVERUSED, NAME, overused)
+        ssn.register(cb.ALLOCATABLE, NAME, allocatable)
+        ssn.register(cb.PREEMPTIVE, NAME, preemptive)
+        ssn.register(cb.JOB_ENQUEUEABLE, NAME, enqueueable)
+        ssn.register(cb.JOB_ENQUEUED, NAME, enqueued)
+        ssn.add_event_handler(EventHandler(on_allocate, on_deallocate))
+
+    def on_session_close(self, ssn: Session) -> None:
+        return None
+
+
+def _empty_list(r: Resource) -> bool:
+    """Whether the manifest's ResourceList was empty (no dimension given at all)."""
+    return r.cpu == 0 and r.memory == 0 and not r.scalars
+
+
+def new(arguments: dict[str, Any]) -> ProportionPlugin:
+    return ProportionPlugin(arguments)
