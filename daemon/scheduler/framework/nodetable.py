@@ -30,6 +30,7 @@ class NodeTable:
         self.dims: list[str] = [CPU, MEMORY, *sorted(scalar_names)]
         self.col: dict[str, int] = {d: i for i, d in enumerate(self.dims)}
         self.nodes = nodes
+        self._req_cache: dict[int, tuple[Resource, list[int], list[float]]] = {}
         self.names: list[str] = [n.name for n in nodes]
         size = (len(nodes), len(self.dims))
         self.allocatable: FloatArray = np.zeros(size)
@@ -71,33 +72,39 @@ class NodeTable:
         self.pod_count[i] = len(node.tasks)
         self.version[i] += 1
 
-    def request_columns(self, task: TaskInfo) -> tuple[IntArray, FloatArray]:
+    def request_columns(self, task: TaskInfo) -> tuple[list[int], list[float]]:
         """Columns compared by LessEqual(request, X, Zero): cpu, memory and the request's scalars."""
+        req = task.resreq
+        hit = self._req_cache.get(id(req))
+        if hit is not None:
+            return hit[1], hit[2]
         cols = [0, 1]
-        vals = [float(task.resreq.cpu), float(task.resreq.memory)]
-        for name in sorted(task.resreq.scalars):
+        vals = [float(req.cpu), float(req.memory)]
+        for name in sorted(req.scalars):
             c = self.col.get(name)
             if c is None:
                 continue
             cols.append(c)
-            vals.append(float(task.resreq.scalars[name]))
-        return np.asarray(cols, dtype=np.int64), np.asarray(vals)
+            vals.append(float(req.scalars[name]))
+        self._req_cache[id(req)] = (req, cols, vals)
+        return cols, vals
 
-    def fits(
-        self, which: FloatArray, cols: IntArray, vals: FloatArray, rows: IntArray | None = None
-    ) -> BoolArray:
+    def fits(self, which: FloatArray, cols: list[int], vals: list[float], rows: IntArray | None = None) -> BoolArray:
         """Rows where request <= `which` on every compared column (tolerance 0.1)."""
-        sub = which[:, cols] if rows is None else which[np.ix_(rows, cols)]
-        return np.all(vals - sub < MIN_RESOURCE, axis=1)
+        ok: BoolArray | None = None
+        for c, v in zip(cols, vals, strict=True):
+            col = which[:, c] if rows is None else which[rows, c]
+            part = col > v - MIN_RESOURCE
+            ok = part if ok is None else (ok & part)
+        assert ok is not None
+        return ok
 
-    def first_insufficient(
-        self, which: FloatArray, cols: IntArray, vals: FloatArray, rows: IntArray
-    ) -> list[str]:
+    def first_insufficient(self, which: FloatArray, cols: list[int], vals: list[float], rows: IntArray) -> list[str]:
         """For each row, the first dimension (cpu, memory, scalars sorted) the request exceeds."""
-        sub = which[np.ix_(rows, cols)]
-        bad = (vals - sub) >= MIN_RESOURCE
+        sub = which[np.ix_(rows, np.asarray(cols, dtype=np.int64))]
+        bad = (np.asarray(vals) - sub) >= MIN_RESOURCE
         first = np.argmax(bad, axis=1)
-        return [self.dims[int(cols[j])] for j in first]
+        return [self.dims[cols[int(j)]] for j in first]
 
     def pods_col(self) -> int | None:
         return self.col.get(PODS)

@@ -72,70 +72,76 @@ def predicate_nodes(
     *,
     check_resources: bool = True,
 ) -> tuple[IntArray, FitErrors]:
-    """Feasible node rows for `task` (allocate's predicate: FutureIdle fit, then plugin predicates)."""
+    """Feasible node rows for `task` (allocate's predicate: FutureIdle fit, then plugin predicates).
+
+    `rows` None means every node, searched from the session's rotating start index.
+    """
     table = ssn.table
     all_rows = rows is None
     if rows is None:
-        n_total = len(table.nodes)
-        rows = np.arange(n_total, dtype=np.int64)
-    n = len(rows)
+        n = len(table.nodes)
+        base = None
+    else:
+        n = len(rows)
+        base = rows
     fe = FitErrors()
     if n == 0:
-        return rows, fe
+        return np.zeros(0, dtype=np.int64), fe
     k = num_feasible_nodes_to_find(n, opts)
     start = ssn.last_processed_node_index % n if all_rows else 0
-    order = rows if start == 0 else np.concatenate((rows[start:], rows[:start]))
+    cached = cache.failed.get(task.role) if (cache is not None and task.role) else None
 
-    use_cache = cache is not None and bool(task.role)
-    cached = cache.failed.get(task.role) if (cache is not None and use_cache) else None
-
-    ok = np.ones(n, dtype=np.bool_)
-    res_fail = np.zeros(n, dtype=np.bool_)
     cols, vals = table.request_columns(task)
     if check_resources:
-        res_ok = table.fits(table.future_idle, cols, vals, order)
-        res_fail = ~res_ok
-        ok &= res_ok
+        res_ok = table.fits(table.future_idle, cols, vals, base)
+        ok = res_ok.copy()
+    else:
+        res_ok = np.ones(n, dtype=np.bool_)
+        ok = np.ones(n, dtype=np.bool_)
     if cached is not None:
-        cached_here = cached[order]
-        ok &= ~cached_here
+        ok &= ~(cached if base is None else cached[base])
     live = np.flatnonzero(ok)
-    plugin_fail = np.zeros(n, dtype=np.bool_)
     reasons: list[tuple[str, BoolArray]] = []
     unresolvable = np.zeros(n, dtype=np.bool_)
-    if live.size:
-        p_ok, p_reasons, p_unres, _ = ssn.predicate_batch(task, order[live])
-        plugin_fail[live[~p_ok]] = True
-        ok[live[~p_ok]] = False
-        for text, mask in p_reasons:
-            full = np.zeros(n, dtype=np.bool_)
-            full[live[mask]] = True
-            reasons.append((text, full))
-        unresolvable[live[p_unres]] = True
+    if live.size and ssn.has("predicate"):
+        live_rows = live if base is None else base[live]
+        p_ok, p_reasons, p_unres, _ = ssn.predicate_batch(task, live_rows)
+        if not p_ok.all():
+            ok[live[~p_ok]] = False
+            for text, mask in p_reasons:
+                full = np.zeros(n, dtype=np.bool_)
+                full[live[mask]] = True
+                reasons.append((text, full))
+            unresolvable[live[p_unres]] = True
 
-    feasible_pos = np.flatnonzero(ok)
-    if feasible_pos.size > k:
-        processed = int(feasible_pos[k]) + 1  # the (k+1)-th is examined, then the search stops
-        chosen = feasible_pos[:k]
+    feasible = np.flatnonzero(ok)
+    if start:
+        feasible = np.concatenate((feasible[feasible >= start], feasible[feasible < start]))
+    if feasible.size > k:
+        # The (k+1)-th feasible node is examined, then the search stops.
+        processed = int((feasible[k] - start) % n) + 1
+        chosen = feasible[:k]
     else:
         processed = n
-        chosen = feasible_pos
+        chosen = feasible
     if all_rows:
         ssn.last_processed_node_index = (start + processed) % n
 
-    failed_processed = ~ok
-    failed_processed[processed:] = False
-    if cache is not None and use_cache and failed_processed.any():
+    failed = ~ok
+    if processed < n:
+        # Only nodes a sequential scan from `start` reached count as examined.
+        pos = (np.arange(n) - start) % n
+        failed &= pos < processed
+    if cache is not None and task.role and failed.any():
         prev = cache.failed.get(task.role)
         mark = np.zeros(len(table.nodes), dtype=np.bool_) if prev is None else prev.copy()
-        mark[order[failed_processed]] = True
+        mark[np.flatnonzero(failed) if base is None else base[failed]] = True
         cache.failed[task.role] = mark
 
+    order = np.arange(n, dtype=np.int64) if base is None else base
     if chosen.size == 0:
-        _fill_fit_errors(
-            ssn, task, fe, order, failed_processed, res_fail, reasons, unresolvable, cols, vals, cached
-        )
-    return order[chosen], fe
+        _fill_fit_errors(ssn, task, fe, order, failed, ~res_ok, reasons, unresolvable, cols, vals, cached)
+    return (chosen if base is None else base[chosen]), fe
 
 
 CACHED_FAILURE = "node(s) failed the predicates for an earlier task of the same role"
@@ -150,8 +156,8 @@ def _fill_fit_errors(
     res_fail: BoolArray,
     reasons: list[tuple[str, BoolArray]],
     unresolvable: BoolArray,
-    cols: IntArray,
-    vals: np.ndarray,
+    cols: list[int],
+    vals: list[float],
     cached: BoolArray | None,
 ) -> None:
     table = ssn.table

@@ -1,0 +1,1 @@
+"""The REST API (aiohttp): cycles, decisions, jobs, queues, nodes, why-pending, metrics, OpenAPI."""

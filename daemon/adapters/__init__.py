@@ -1,0 +1,1 @@
+"""Cluster adapters: where observed facts come from and where decisions go (simulator, Kubernetes)."""

@@ -1,0 +1,1 @@
+"""The service runtime: ingest, timed sessions, decision dispatch, replay and telemetry."""

@@ -1,0 +1,80 @@
+"""Run the shared acceptance scenarios and our ported Volcano cases through the real CLI."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parents[2]
+SHARED = (ROOT / ".." / "shared").resolve()
+RUNNER = SHARED / "acceptance" / "run.py"
+PORTED = ROOT / "tests" / "scenarios"
+WITHIN = "enqueue,allocate,backfill"
+
+
+def fumarole_command() -> str:
+    exe = shutil.which("fumarole") or str(Path(sys.executable).parent / "fumarole")
+    return exe
+
+
+def run_runner(*args: str) -> tuple[int, str]:
+    env = dict(os.environ, SCENARIO_TIMEOUT="60")
+    p = subprocess.run(
+        [sys.executable, str(RUNNER), fumarole_command(), *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=900,
+    )
+    return p.returncode, p.stdout + p.stderr
+
+
+def summary(out: str) -> tuple[int, int]:
+    m = re.search(r"^(\d+) passed, (\d+) failed$", out, re.MULTILINE)
+    assert m, f"no summary line in runner output:\n{out}"
+    return int(m.group(1)), int(m.group(2))
+
+
+@pytest.mark.skipif(not RUNNER.exists(), reason="../shared/acceptance is not beside the repository")
+def test_shared_scenarios_within_default_actions() -> None:
+    rc, out = run_runner("--within", WITHIN)
+    passed, failed = summary(out)
+    assert failed == 0, out
+    assert passed > 0
+    assert rc == 0
+
+
+def _ported_files() -> list[Path]:
+    return sorted(PORTED.rglob("*.yaml"))
+
+
+def _missing_features(path: Path) -> list[str]:
+    """Actions or plugins a ported scenario needs that this version does not implement."""
+    from daemon.scheduler.framework.registry import ACTIONS, PLUGINS
+
+    sc = yaml.safe_load(path.read_text())
+    conf = yaml.safe_load(sc["conf"]) or {}
+    actions = [a.strip() for a in str(conf.get("actions", "")).split(",") if a.strip()]
+    plugins = [p["name"] for t in conf.get("tiers") or [] for p in t.get("plugins") or []]
+    missing = [f"action {a}" for a in actions if a not in ACTIONS]
+    missing += [f"plugin {p}" for p in plugins if p not in PLUGINS]
+    return missing
+
+
+@pytest.mark.skipif(not RUNNER.exists(), reason="../shared/acceptance is not beside the repository")
+@pytest.mark.parametrize("path", _ported_files(), ids=lambda p: str(p.relative_to(PORTED)))
+def test_ported_volcano_scenario(path: Path) -> None:
+    missing = _missing_features(path)
+    if missing:
+        pytest.skip("needs " + ", ".join(missing) + " (not implemented yet)")
+    rc, out = run_runner(str(path))
+    passed, failed = summary(out)
+    assert (passed, failed) == (1, 0), out
+    assert rc == 0
