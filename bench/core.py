@@ -18,14 +18,14 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from daemon.scheduler.framework.conf import DEFAULT_SCHEDULER_CONF, parse_conf  # noqa: E402
-from daemon.scheduler.framework.run import run_session  # noqa: E402
-from daemon.scheduler.model.job import JobInfo  # noqa: E402
-from daemon.scheduler.model.node import NodeInfo  # noqa: E402
-from daemon.scheduler.model.queue import QueueInfo  # noqa: E402
-from daemon.scheduler.model.resources import Resource  # noqa: E402
-from daemon.scheduler.model.snapshot import ClusterSnapshot  # noqa: E402
-from daemon.scheduler.model.task import TaskInfo, TaskStatus  # noqa: E402
+from daemon.scheduler.framework.conf import DEFAULT_SCHEDULER_CONF, parse_conf
+from daemon.scheduler.framework.run import run_session
+from daemon.scheduler.model.job import JobInfo
+from daemon.scheduler.model.node import NodeInfo
+from daemon.scheduler.model.queue import QueueInfo
+from daemon.scheduler.model.resources import Resource
+from daemon.scheduler.model.snapshot import ClusterSnapshot
+from daemon.scheduler.model.task import TaskInfo, TaskStatus
 
 GIB = 2**30
 JOB_SIZES = (1, 2, 4, 8, 16, 32)  # gang sizes cycled through (minMember = size)
@@ -33,9 +33,7 @@ POD_SHAPES = ((1000, 2 * GIB), (2000, 4 * GIB), (4000, 8 * GIB), (500, 1 * GIB))
 
 
 def build(nodes: int, pods: int, queues: int = 20) -> ClusterSnapshot:
-    node_list = [
-        NodeInfo(f"node-{i:05d}", Resource(32000, 128 * GIB, {"pods": 110})) for i in range(nodes)
-    ]
+    node_list = [NodeInfo(f"node-{i:05d}", Resource(32000, 128 * GIB, {"pods": 110})) for i in range(nodes)]
     qs = {f"q{i:02d}": QueueInfo(f"q{i:02d}", weight=i + 1) for i in range(queues)}
     qs["default"] = QueueInfo("default", weight=1)
     qs["root"] = QueueInfo("root", weight=1, reclaimable=False)
@@ -48,15 +46,25 @@ def build(nodes: int, pods: int, queues: int = 20) -> ClusterSnapshot:
         queue = f"q{j % queues:02d}"
         uid = f"bench/job-{j:06d}"
         job = JobInfo(
-            uid=uid, name=f"job-{j:06d}", namespace="bench", queue=queue, min_available=size,
-            phase="Inqueue", creation=float(j),
+            uid=uid,
+            name=f"job-{j:06d}",
+            namespace="bench",
+            queue=queue,
+            min_available=size,
+            phase="Inqueue",
+            creation=float(j),
         )
         for t in range(size):
             name = f"job-{j:06d}-worker-{t}"
             job.add_task(
                 TaskInfo(
-                    uid=f"bench-{name}", name=name, namespace="bench", job=uid,
-                    resreq=Resource(cpu, mem, {"pods": 1}), status=TaskStatus.PENDING, creation=float(j),
+                    uid=f"bench-{name}",
+                    name=name,
+                    namespace="bench",
+                    job=uid,
+                    resreq=Resource(cpu, mem, {"pods": 1}),
+                    status=TaskStatus.PENDING,
+                    creation=float(j),
                 )
             )
         jobs[uid] = job
@@ -88,8 +96,8 @@ def run(nodes: int, pods: int, repeat: int) -> dict[str, object]:
         "session_seconds": round(best, 3),
         "pods_per_second": round(binds / best, 1) if best > 0 else None,
         "build_seconds": round(build_s, 3),
-        "conf": "volcano default (enqueue, allocate, backfill; priority gang conformance | overcommit drf predicates "
-        "proportion nodeorder)",
+        "conf": "volcano default: enqueue, allocate, backfill; priority gang conformance | "
+        "overcommit drf predicates proportion nodeorder",
     }
 
 

@@ -78,9 +78,10 @@ def apply_result(snapshot: ClusterSnapshot, result: SessionResult) -> None:
             node.remove_task(task)
         job.delete_task(task)
     for uid, pg in result.podgroups.items():
-        job = snapshot.jobs.get(uid)
-        if job is None:
+        pg_job = snapshot.jobs.get(uid)
+        if pg_job is None:
             continue
+        job = pg_job
         job.status.phase = pg.phase
         job.status.conditions = list(pg.conditions)
         job.status.running = pg.running

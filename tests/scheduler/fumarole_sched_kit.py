@@ -39,7 +39,9 @@ def rl_map(m: dict[str, Any]) -> Resource:
     return Resource.from_resource_list(m)
 
 
-def pod_req(cpu: str | None = "1", memory: str | None = "1Gi", extra: dict[str, Any] | None = None) -> Resource:
+def pod_req(
+    cpu: str | None = "1", memory: str | None = "1Gi", extra: dict[str, Any] | None = None
+) -> Resource:
     """A pod's request as Volcano computes it: the containers' requests plus scalar pods: 1."""
     m: dict[str, Any] = {}
     if cpu is not None:
@@ -52,7 +54,11 @@ def pod_req(cpu: str | None = "1", memory: str | None = "1Gi", extra: dict[str, 
 
 
 def mk_node(
-    name: str, cpu: str = "4", memory: str = "8Gi", pods: str | None = "110", extra: dict[str, Any] | None = None
+    name: str,
+    cpu: str = "4",
+    memory: str = "8Gi",
+    pods: str | None = "110",
+    extra: dict[str, Any] | None = None,
 ) -> NodeInfo:
     m: dict[str, Any] = {"cpu": cpu, "memory": memory}
     if pods is not None:
@@ -202,7 +208,9 @@ def mk_snapshot(
     )
 
 
-def mk_conf(actions: str, *tiers: list[Any], configurations: list[dict[str, Any]] | None = None) -> SchedulerConf:
+def mk_conf(
+    actions: str, *tiers: list[Any], configurations: list[dict[str, Any]] | None = None
+) -> SchedulerConf:
     """A conf parsed from YAML (so unset flags default to true).
 
     Each tier is a list of plugin names or plugin dicts ({"name": ..., "enableJobOrder": False, ...}).

@@ -95,6 +95,10 @@ class Allocate:
         while not tasks.empty():
             task = tasks.pop()
             if not ssn.allocatable_fn(queue, task):
+                ssn.skip_reasons[task.uid] = (
+                    f"queue {queue.name} refused the task (Allocatable): its request does not fit the "
+                    "queue's remaining share"
+                )
                 continue
             if task.sch_gated:
                 continue

@@ -147,9 +147,8 @@ def parse_conf(
         raise ConfError(f"{source}: actions: no action configured")
     for i, a in enumerate(actions):
         if known_actions is not None and a not in known_actions:
-            raise ConfError(
-                f"{source}: actions[{i}]: failed to find action {a!r} (known: {', '.join(sorted(known_actions))})"
-            )
+            known = ", ".join(sorted(known_actions))
+            raise ConfError(f"{source}: actions[{i}]: failed to find action {a!r} (known: {known})")
 
     tiers_raw = data.get("tiers") or []
     if not isinstance(tiers_raw, list):

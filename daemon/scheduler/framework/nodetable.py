@@ -89,7 +89,9 @@ class NodeTable:
         self._req_cache[id(req)] = (req, cols, vals)
         return cols, vals
 
-    def fits(self, which: FloatArray, cols: list[int], vals: list[float], rows: IntArray | None = None) -> BoolArray:
+    def fits(
+        self, which: FloatArray, cols: list[int], vals: list[float], rows: IntArray | None = None
+    ) -> BoolArray:
         """Rows where request <= `which` on every compared column (tolerance 0.1)."""
         ok: BoolArray | None = None
         for c, v in zip(cols, vals, strict=True):
@@ -99,7 +101,9 @@ class NodeTable:
         assert ok is not None
         return ok
 
-    def first_insufficient(self, which: FloatArray, cols: list[int], vals: list[float], rows: IntArray) -> list[str]:
+    def first_insufficient(
+        self, which: FloatArray, cols: list[int], vals: list[float], rows: IntArray
+    ) -> list[str]:
         """For each row, the first dimension (cpu, memory, scalars sorted) the request exceeds."""
         sub = which[np.ix_(rows, np.asarray(cols, dtype=np.int64))]
         bad = (np.asarray(vals) - sub) >= MIN_RESOURCE

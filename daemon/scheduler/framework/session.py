@@ -103,6 +103,8 @@ class Session(Combinators):
         self.current_action = ""
         # Why enqueue (or a plugin's JobEnqueueable) turned a job away: job uid -> message.
         self.enqueue_rejections: dict[str, str] = {}
+        # Why an action passed over a task without trying nodes: task uid -> message.
+        self.skip_reasons: dict[str, str] = {}
         self.eviction_cause = ""
         # Shared across actions, as Volcano's package-level lastProcessedNodeIndex.
         self.last_processed_node_index = 0

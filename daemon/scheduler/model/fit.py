@@ -42,7 +42,8 @@ class FitError(Exception):
         return Code.UNSCHEDULABLE_AND_UNRESOLVABLE in self.codes()
 
     def __str__(self) -> str:
-        return f"task {self.task_ns}/{self.task_name} on node {self.node} fit failed: {', '.join(self.reasons())}"
+        reasons = ", ".join(self.reasons())
+        return f"task {self.task_ns}/{self.task_name} on node {self.node} fit failed: {reasons}"
 
 
 def fit_error(task_ns: str, task_name: str, node: str, code: Code, *reasons: str) -> FitError:

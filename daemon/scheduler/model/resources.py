@@ -205,11 +205,11 @@ class Resource:
             for n in rs:
                 if n not in self.scalars:
                     return False
-            for n, v in self.scalars.items():
+            for n, v in self.scalars.items():  # noqa: SIM110 - a plain loop is faster here
                 if n in rs and not _le(v, rs[n]):
                     return False
             return True
-        for n, v in self.scalars.items():
+        for n, v in self.scalars.items():  # noqa: SIM110 - a plain loop is faster here
             if not _le(v, rs.get(n, 0)):
                 return False
         return True
@@ -275,7 +275,7 @@ class Resource:
         return False
 
     def less_equal_with_dimension(self, rr: Resource | None, req: Resource | None) -> tuple[bool, list[str]]:
-        """Volcano's LessEqualWithDimensionAndResourcesName: only dims the request asks for, strict, no pods."""
+        """LessEqualWithDimensionAndResourcesName: only the request's dims, strict, pods ignored."""
         if rr is None:
             return False, self.resource_names()
         if req is None:

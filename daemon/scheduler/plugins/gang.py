@@ -1,4 +1,4 @@
-"""The gang plugin (plugins/gang): minMember validity, readiness, pipelining, starving, victims, conditions."""
+"""The gang plugin: minMember validity, readiness, pipelining, starving, victims and conditions."""
 
 from __future__ import annotations
 

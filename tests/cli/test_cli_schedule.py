@@ -1,0 +1,82 @@
+"""`fumarole schedule` end to end through the installed console script."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLE_CONF = ROOT / "daemon" / "examples" / "default-conf.yaml"
+EXAMPLE_CLUSTER = ROOT / "daemon" / "examples" / "cluster.yaml"
+
+
+def fumarole(*args: str, seed: str = "0") -> subprocess.CompletedProcess[str]:
+    exe = shutil.which("fumarole") or str(Path(sys.executable).parent / "fumarole")
+    env = dict(os.environ, PYTHONHASHSEED=seed)
+    return subprocess.run([exe, *args], capture_output=True, text=True, env=env, timeout=120)
+
+
+def test_example_json_is_byte_identical_across_hash_seeds() -> None:
+    args = ("schedule", "--conf", str(EXAMPLE_CONF), "--cluster", str(EXAMPLE_CLUSTER), "--cycles", "2")
+    outs = {fumarole(*args, seed=s).stdout for s in ("0", "1", "12345", "random")}
+    assert len(outs) == 1
+    data = json.loads(outs.pop())
+    assert data["cycles"] == 2
+    # The GPU training gang (4 pods x 2 GPUs on two 4-GPU nodes) binds whole.
+    train = {k: v for k, v in data["binds"].items() if "train-worker" in k}
+    assert len(train) == 4 and set(train.values()) <= {"gpu-0", "gpu-1"}
+    # The gang that asks for GPUs on the cpu pool never binds and says why.
+    assert not any("bad-fit" in k for k in data["binds"])
+    why = data["pending"]["team-a/bad-fit-0"]
+    assert "gang" in why and "nodes are unavailable" in why
+    assert set(data) == {"cycles", "binds", "pipelined", "evictions", "evictionReasons", "podgroups", "queues",
+                         "pending"}
+
+
+def test_table_format_shows_queues_jobs_binds_and_reasons() -> None:
+    p = fumarole("schedule", "--conf", str(EXAMPLE_CONF), "--cluster", str(EXAMPLE_CLUSTER), "--format", "table")
+    assert p.returncode == 0, p.stderr
+    for section in ("QUEUES", "JOBS", "BINDS", "PENDING"):
+        assert section in p.stdout
+    assert "research" in p.stdout and "team-a/bad-fit-0" in p.stdout
+
+
+def test_bad_manifest_exits_2_naming_file_document_and_field(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(
+        "apiVersion: v1\nkind: Node\nmetadata: {name: n1}\nstatus: {allocatable: {cpu: '4', pods: '10'}}\n---\n"
+        "apiVersion: v1\nkind: Pod\nmetadata: {name: p1, namespace: c1}\n"
+        "spec: {schedulerName: volcano, containers: [{name: c, resources: {requests: {cpu: 1x}}}]}\n"
+    )
+    p = fumarole("schedule", "--cluster", str(bad))
+    assert p.returncode == 2
+    assert "bad.yaml" in p.stderr and "document 1" in p.stderr and "requests.cpu" in p.stderr
+    assert p.stdout == ""
+
+
+def test_bad_conf_exits_2_naming_the_key(tmp_path: Path) -> None:
+    conf = tmp_path / "conf.yaml"
+    conf.write_text("actions: 'enqueue, allocate'\ntiers:\n- plugins:\n  - name: gang\n    enableJobReady: 'yes'\n")
+    p = fumarole("schedule", "--conf", str(conf), "--cluster", str(EXAMPLE_CLUSTER))
+    assert p.returncode == 2
+    assert "tiers[0].plugins[0].enableJobReady" in p.stderr
+
+
+def test_unknown_action_is_refused(tmp_path: Path) -> None:
+    conf = tmp_path / "conf.yaml"
+    conf.write_text("actions: 'enqueue, allocat'\ntiers: []\n")
+    p = fumarole("schedule", "--conf", str(conf), "--cluster", str(EXAMPLE_CLUSTER))
+    assert p.returncode == 2
+    assert "allocat" in p.stderr
+
+
+@pytest.mark.parametrize("cycles", ["0", "-1"])
+def test_cycles_must_be_positive(cycles: str) -> None:
+    p = fumarole("schedule", "--cluster", str(EXAMPLE_CLUSTER), "--cycles", cycles)
+    assert p.returncode == 2

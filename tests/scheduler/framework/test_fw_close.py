@@ -1,0 +1,150 @@
+"""Session close: PodGroup phase (session.go jobStatus) and queue allocated totals."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from fumarole_sched_kit import add_tasks, mk_conf, mk_job, mk_node, mk_queue, mk_snapshot, mk_task  # noqa: E402
+
+from daemon.scheduler.framework.close import (  # noqa: E402
+    pod_group_phase,
+    update_job_statuses,
+    update_queue_allocated,
+)
+from daemon.scheduler.framework.session import Session  # noqa: E402
+from daemon.scheduler.model.job import Condition, JobInfo  # noqa: E402
+from daemon.scheduler.model.queue import QueueInfo  # noqa: E402
+from daemon.scheduler.model.task import TaskStatus  # noqa: E402
+
+S = TaskStatus
+SSN = SimpleNamespace(uid="s-1")
+
+
+def job_with(phase: str, min_available: int, *statuses: TaskStatus, with_node: bool = True) -> JobInfo:
+    j = mk_job("j", min_available=min_available, phase=phase)
+    for i, st in enumerate(statuses):
+        node = "n1" if with_node and st is not S.PENDING else ""
+        mk_task(j, f"j-{i}", status=st, node=node)
+    return j
+
+
+def unschedulable(j: JobInfo, tid: str = "s-1", status: str = "True") -> JobInfo:
+    j.status.conditions.append(Condition("Unschedulable", status, "NotEnoughResources", "m", tid))
+    return j
+
+
+@pytest.mark.parametrize(
+    ("job", "expected"),
+    [
+        # running + unschedulable in THIS session => Unknown
+        (unschedulable(job_with("Running", 3, S.RUNNING, S.PENDING, S.PENDING)), "Unknown"),
+        # the condition is from another session: not Unknown; below minMember and not Inqueue => Pending
+        (unschedulable(job_with("Running", 3, S.RUNNING, S.PENDING, S.PENDING), tid="s-0"), "Pending"),
+        (unschedulable(job_with("Running", 3, S.RUNNING, S.PENDING), status="False"), "Pending"),
+        # unschedulable but nothing running: phase rules apply
+        (unschedulable(job_with("Inqueue", 2, S.PENDING, S.PENDING)), "Inqueue"),
+        (job_with("Inqueue", 2, S.RUNNING, S.BOUND), "Running"),
+        (job_with("Running", 2, S.SUCCEEDED, S.SUCCEEDED), "Completed"),
+        (job_with("Running", 2, S.SUCCEEDED, S.FAILED), "Completed"),
+        (job_with("Running", 2, S.SUCCEEDED, S.RUNNING), "Running"),
+        # minMember 0 with nothing scheduled: 0 == 0 => Completed
+        (job_with("Inqueue", 0, S.PENDING, S.PENDING), "Completed"),
+        # Allocated/Binding are not scheduled: an Inqueue gang just bound stays Inqueue
+        (job_with("Inqueue", 2, S.BINDING, S.BINDING), "Inqueue"),
+        (job_with("Inqueue", 2, S.ALLOCATED, S.PIPELINED), "Inqueue"),
+        (job_with("Pending", 2, S.BINDING, S.BINDING), "Pending"),
+        (job_with("", 1, S.PENDING), "Pending"),
+        # Running below minMember is demoted to Pending
+        (job_with("Running", 3, S.RUNNING, S.RUNNING, S.PENDING), "Pending"),
+        # Releasing tasks with a node count as scheduled
+        (job_with("Running", 2, S.RUNNING, S.RELEASING), "Running"),
+        (job_with("Running", 2, S.RUNNING, S.RELEASING, with_node=False), "Pending"),
+    ],
+)
+def test_pod_group_phase(job: JobInfo, expected: str) -> None:
+    assert pod_group_phase(SSN, job) == expected
+
+
+def session_with(jobs: list[JobInfo], queues: list[QueueInfo] | None = None) -> Session:
+    snap = mk_snapshot([mk_node("n1", "16", "32Gi")], jobs, queues, session_id="s-1")
+    ssn = Session(snap, mk_conf("allocate", ["gang"]))
+    ssn.compile_chains()
+    return ssn
+
+
+def test_update_job_statuses_counts_and_changes() -> None:
+    same = job_with("Running", 1, S.RUNNING)
+    same.status.running = 1
+    moved = mk_job("m", min_available=1, phase="Inqueue")
+    mk_task(moved, "m-0", status=S.RUNNING, node="n1")
+    mk_task(moved, "m-1", status=S.FAILED, node="n1")
+    mk_task(moved, "m-2", status=S.SUCCEEDED, node="n1")
+    ssn = session_with([same, moved])
+    changed = update_job_statuses(ssn)
+    assert changed == ["default/m"]
+    st = ssn.jobs["default/m"].status
+    assert (st.phase, st.running, st.failed, st.succeeded) == ("Running", 1, 1, 1)
+
+
+def test_condition_transition_id_alone_is_not_a_change() -> None:
+    j = job_with("Inqueue", 2, S.PENDING, S.PENDING)
+    j.status.conditions.append(Condition("Unschedulable", "True", "NotEnoughResources", "msg", "s-0"))
+    ssn = session_with([j])
+    ssn.jobs[j.uid].status.conditions[0].transition_id = "s-1"
+    assert update_job_statuses(ssn) == []
+
+
+def test_queue_allocated_sums_allocated_statuses() -> None:
+    a = mk_job("a", "qa")
+    add_tasks(a, 2, "1", "1Gi", status=S.RUNNING, node="n1")
+    mk_task(a, "a-p-0", "5", "1Gi")  # pending: not allocated
+    mk_task(a, "a-b-0", "2", "1Gi", status=S.BINDING, node="n1")
+    mk_task(a, "a-s-0", "7", "1Gi", status=S.SUCCEEDED, node="n1")
+    ssn = session_with([a], [mk_queue("qa"), mk_queue("qb"), mk_queue("default")])
+    update_queue_allocated(ssn)
+    assert ssn.queues["qa"].allocated.cpu == 4000
+    assert ssn.queues["qa"].allocated.scalars["pods"] == 3
+    assert ssn.queues["qb"].allocated.cpu == 0
+
+
+def hierarchy() -> list[QueueInfo]:
+    root = mk_queue("root")
+    eng = mk_queue("eng")
+    eng.parent = "root"
+    dev = mk_queue("dev")
+    dev.parent = "eng"
+    return [root, eng, dev, mk_queue("default"), mk_queue("solo")]
+
+
+def test_queue_allocated_rolls_up_to_parents_with_root() -> None:
+    d = mk_job("d", "dev")
+    mk_task(d, "d-0", "1", "1Gi", status=S.RUNNING, node="n1")
+    e = mk_job("e", "eng")
+    mk_task(e, "e-0", "2", "1Gi", status=S.RUNNING, node="n1")
+    ssn = session_with([d, e], hierarchy())
+    update_queue_allocated(ssn)
+    assert ssn.queues["dev"].allocated.cpu == 1000
+    assert ssn.queues["eng"].allocated.cpu == 3000
+    assert ssn.queues["root"].allocated.cpu == 3000
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason=(
+        "close.update_queue_allocated only rolls a queue's allocation up through an explicit "
+        "spec.parent; Volcano's updateQueueStatus treats an empty parent as 'root' when a root "
+        "queue exists, so a parentless queue's allocation is added to root's status.allocated"
+    ),
+)
+def test_queue_without_parent_rolls_up_to_root() -> None:
+    s = mk_job("s", "solo")
+    mk_task(s, "s-0", "4", "1Gi", status=S.RUNNING, node="n1")
+    ssn = session_with([s], hierarchy())
+    update_queue_allocated(ssn)
+    assert ssn.queues["solo"].allocated.cpu == 4000
+    assert ssn.queues["root"].allocated.cpu == 4000
