@@ -35,12 +35,22 @@ def test_example_json_is_byte_identical_across_hash_seeds() -> None:
     assert not any("bad-fit" in k for k in data["binds"])
     why = data["pending"]["team-a/bad-fit-0"]
     assert "gang" in why and "nodes are unavailable" in why
-    assert set(data) == {"cycles", "binds", "pipelined", "evictions", "evictionReasons", "podgroups", "queues",
-                         "pending"}
+    assert set(data) == {
+        "cycles",
+        "binds",
+        "pipelined",
+        "evictions",
+        "evictionReasons",
+        "podgroups",
+        "queues",
+        "pending",
+    }
 
 
 def test_table_format_shows_queues_jobs_binds_and_reasons() -> None:
-    p = fumarole("schedule", "--conf", str(EXAMPLE_CONF), "--cluster", str(EXAMPLE_CLUSTER), "--format", "table")
+    p = fumarole(
+        "schedule", "--conf", str(EXAMPLE_CONF), "--cluster", str(EXAMPLE_CLUSTER), "--format", "table"
+    )
     assert p.returncode == 0, p.stderr
     for section in ("QUEUES", "JOBS", "BINDS", "PENDING"):
         assert section in p.stdout
@@ -50,7 +60,8 @@ def test_table_format_shows_queues_jobs_binds_and_reasons() -> None:
 def test_bad_manifest_exits_2_naming_file_document_and_field(tmp_path: Path) -> None:
     bad = tmp_path / "bad.yaml"
     bad.write_text(
-        "apiVersion: v1\nkind: Node\nmetadata: {name: n1}\nstatus: {allocatable: {cpu: '4', pods: '10'}}\n---\n"
+        "apiVersion: v1\nkind: Node\nmetadata: {name: n1}\n"
+        "status: {allocatable: {cpu: '4', pods: '10'}}\n---\n"
         "apiVersion: v1\nkind: Pod\nmetadata: {name: p1, namespace: c1}\n"
         "spec: {schedulerName: volcano, containers: [{name: c, resources: {requests: {cpu: 1x}}}]}\n"
     )
@@ -62,7 +73,9 @@ def test_bad_manifest_exits_2_naming_file_document_and_field(tmp_path: Path) -> 
 
 def test_bad_conf_exits_2_naming_the_key(tmp_path: Path) -> None:
     conf = tmp_path / "conf.yaml"
-    conf.write_text("actions: 'enqueue, allocate'\ntiers:\n- plugins:\n  - name: gang\n    enableJobReady: 'yes'\n")
+    conf.write_text(
+        "actions: 'enqueue, allocate'\ntiers:\n- plugins:\n  - name: gang\n    enableJobReady: 'yes'\n"
+    )
     p = fumarole("schedule", "--conf", str(conf), "--cluster", str(EXAMPLE_CLUSTER))
     assert p.returncode == 2
     assert "tiers[0].plugins[0].enableJobReady" in p.stderr

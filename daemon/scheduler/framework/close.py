@@ -59,13 +59,14 @@ def update_queue_allocated(ssn: Session) -> None:
             for t in job.index.get(st, {}).values():
                 acc.add(t.resreq)
     if "root" in ssn.queues:
+        # Roll usage up to every ancestor; a queue without a parent hangs under `root`.
         rolled = {name: r.clone() for name, r in totals.items()}
         for name in sorted(totals):
             q = ssn.queues.get(name)
             seen = {name}
-            while q is not None and q.parent and q.parent not in seen and q.name != "root":
-                parent = q.parent if q.parent in ssn.queues else None
-                if parent is None:
+            while q is not None and q.name != "root":
+                parent = q.parent or "root"
+                if parent in seen or parent not in ssn.queues:
                     break
                 rolled.setdefault(parent, Resource()).add(totals[name])
                 seen.add(parent)

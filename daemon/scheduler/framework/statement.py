@@ -50,14 +50,17 @@ class Statement:
         job.update_task_status(task, TaskStatus.PIPELINED)
         task.node_name = node_name
         node = ssn.nodes.get(node_name)
+        err: Exception | None = None
         try:
             if node is None:
-                raise KeyError(node_name)
+                raise KeyError(f"failed to find node {node_name}")
             node.add_task(task)
-        except Exception:
-            self._unpipeline(task)
-            raise
+        except Exception as e:  # Volcano still runs the handlers, then rolls back
+            err = e
         ssn._fire_allocate(task)
+        if err is not None:
+            self._unpipeline(task)
+            raise err
         self.operations.append(Operation(PIPELINE, task))
 
     def allocate(self, task: TaskInfo, node: NodeInfo) -> None:
@@ -65,12 +68,15 @@ class Statement:
         job = ssn.job_of(task)
         job.update_task_status(task, TaskStatus.ALLOCATED)
         task.node_name = node.name
+        err: Exception | None = None
         try:
             node.add_task(task)
-        except Exception:
-            self._unallocate(task)
-            raise
+        except Exception as e:  # Volcano still runs the handlers, then rolls back
+            err = e
         ssn._fire_allocate(task)
+        if err is not None:
+            self._unallocate(task)
+            raise err
         self.operations.append(Operation(ALLOCATE, task))
 
     # ----------------------------------------------------------------- undo helpers

@@ -281,13 +281,23 @@ class JobInfo:
         msg = f"{head}, {', '.join(parts)}"
         pend: Counter[str] = Counter()
         for t in self.tasks_in(TaskStatus.PENDING):
-            fe = self.nodes_fit_errors.get(t.uid)
-            if fe is not None:
-                pend[fe.message()] += 1
+            st = t.last_tx[0] if t.last_tx is not None else t.status
+            if st is TaskStatus.ALLOCATED:
+                pend["Schedulable"] += 1
+            elif st in (TaskStatus.PENDING, TaskStatus.PIPELINED):
+                pend["Unschedulable"] += 1
+            else:
+                pend[st.label] += 1
         if pend:
             msg += "; Pending: " + ", ".join(sorted(f"{v} {k}" for k, v in pend.items()))
         if self.job_fit_errors:
             msg += f". Origin reason is: {self.job_fit_errors}"
+        else:
+            for t in sorted(self.tasks.values(), key=lambda t: t.uid):
+                fe = self.nodes_fit_errors.get(t.uid)
+                if fe is not None:
+                    msg += f". Origin reason is {t.name}: {fe.message()}"
+                    break
         return msg
 
     # ----------------------------------------------------------------- copies

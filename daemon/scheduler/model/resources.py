@@ -38,6 +38,8 @@ def is_scalar_resource_name(name: str) -> bool:
     """Mirror Kubernetes' IsScalarResourceName: extended, hugepages, attachable volumes, native prefixed."""
     if name.startswith("hugepages-") or name.startswith("attachable-volumes-"):
         return True
+    if "kubernetes.io/" in name:
+        return True
     if "/" in name:
         # Extended resources: a domain-qualified name outside kubernetes.io (requests.* is a quota name).
         prefix = name.split("/", 1)[0]

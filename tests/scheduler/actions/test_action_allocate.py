@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from fumarole_sched_kit import (  # noqa: E402
+from fumarole_sched_kit import (
     add_tasks,
     mk_conf,
     mk_job,
@@ -22,9 +22,9 @@ from fumarole_sched_kit import (  # noqa: E402
     task_of,
 )
 
-from daemon.scheduler.framework import combinators as cb  # noqa: E402
-from daemon.scheduler.framework.session import Session  # noqa: E402
-from daemon.scheduler.model.task import PodFacts, TaskStatus  # noqa: E402
+from daemon.scheduler.framework import combinators as cb
+from daemon.scheduler.framework.session import Session
+from daemon.scheduler.model.task import PodFacts, TaskStatus
 
 S = TaskStatus
 GANG = mk_conf("allocate", ["priority", "gang"])

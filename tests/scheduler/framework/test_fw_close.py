@@ -9,17 +9,17 @@ from types import SimpleNamespace
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from fumarole_sched_kit import add_tasks, mk_conf, mk_job, mk_node, mk_queue, mk_snapshot, mk_task  # noqa: E402
+from fumarole_sched_kit import add_tasks, mk_conf, mk_job, mk_node, mk_queue, mk_snapshot, mk_task
 
-from daemon.scheduler.framework.close import (  # noqa: E402
+from daemon.scheduler.framework.close import (
     pod_group_phase,
     update_job_statuses,
     update_queue_allocated,
 )
-from daemon.scheduler.framework.session import Session  # noqa: E402
-from daemon.scheduler.model.job import Condition, JobInfo  # noqa: E402
-from daemon.scheduler.model.queue import QueueInfo  # noqa: E402
-from daemon.scheduler.model.task import TaskStatus  # noqa: E402
+from daemon.scheduler.framework.session import Session
+from daemon.scheduler.model.job import Condition, JobInfo
+from daemon.scheduler.model.queue import QueueInfo
+from daemon.scheduler.model.task import TaskStatus
 
 S = TaskStatus
 SSN = SimpleNamespace(uid="s-1")
@@ -133,14 +133,6 @@ def test_queue_allocated_rolls_up_to_parents_with_root() -> None:
     assert ssn.queues["root"].allocated.cpu == 3000
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "close.update_queue_allocated only rolls a queue's allocation up through an explicit "
-        "spec.parent; Volcano's updateQueueStatus treats an empty parent as 'root' when a root "
-        "queue exists, so a parentless queue's allocation is added to root's status.allocated"
-    ),
-)
 def test_queue_without_parent_rolls_up_to_root() -> None:
     s = mk_job("s", "solo")
     mk_task(s, "s-0", "4", "1Gi", status=S.RUNNING, node="n1")

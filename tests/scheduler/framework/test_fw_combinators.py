@@ -9,14 +9,14 @@ from typing import Any
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from fumarole_sched_kit import mk_conf, mk_job, mk_node, mk_queue, mk_snapshot, mk_task  # noqa: E402
+from fumarole_sched_kit import mk_conf, mk_job, mk_node, mk_queue, mk_snapshot, mk_task
 
-from daemon.scheduler.framework import combinators as cb  # noqa: E402
-from daemon.scheduler.framework.combinators import compare_task_default  # noqa: E402
-from daemon.scheduler.framework.plugin import ValidateResult  # noqa: E402
-from daemon.scheduler.framework.session import Session  # noqa: E402
-from daemon.scheduler.model.job import JobInfo  # noqa: E402
-from daemon.scheduler.model.task import TaskInfo  # noqa: E402
+from daemon.scheduler.framework import combinators as cb
+from daemon.scheduler.framework.combinators import compare_task_default
+from daemon.scheduler.framework.plugin import ValidateResult
+from daemon.scheduler.framework.session import Session
+from daemon.scheduler.model.job import JobInfo
+from daemon.scheduler.model.task import TaskInfo
 
 PERMIT, ABSTAIN, REJECT = cb.PERMIT, cb.ABSTAIN, cb.REJECT
 
@@ -33,6 +33,11 @@ def reg(ssn: Session, point: str, **fns: Any) -> Session:
     for name, fn in fns.items():
         ssn.register(point, name, fn)
     return ssn
+
+
+def const(value: Any) -> Any:
+    """A callback of any arity that always answers `value`."""
+    return lambda *args: value
 
 
 def tasks(*names: str) -> list[TaskInfo]:
@@ -232,7 +237,7 @@ J = mk_job("vote")
 def test_job_pipelined_and_enqueueable_votes(tiers: list, votes: dict, expected: bool) -> None:
     for point, fn in ((cb.JOB_PIPELINED, "job_pipelined"), (cb.JOB_ENQUEUEABLE, "job_enqueueable")):
         ssn = session(*tiers)
-        reg(ssn, point, **{k: (lambda v: lambda job: v)(v) for k, v in votes.items()})
+        reg(ssn, point, **{k: const(v) for k, v in votes.items()})
         ssn.compile_chains()
         assert getattr(ssn, fn)(J) is expected, point
 
@@ -282,10 +287,10 @@ def test_job_starving_first_tier_with_functions_decides() -> None:
 )
 def test_overused_or_allocatable_and(answers: dict, overused: bool, allocatable: bool) -> None:
     ssn = session(["a"], ["b"])
-    reg(ssn, cb.OVERUSED, **{k: (lambda v: lambda q: v)(v) for k, v in answers.items()})
-    reg(ssn, cb.ALLOCATABLE, **{k: (lambda v: lambda q, task: v)(v) for k, v in answers.items()})
-    reg(ssn, cb.PREEMPTIVE, **{k: (lambda v: lambda q, task: v)(v) for k, v in answers.items()})
-    reg(ssn, cb.JOB_READY, **{k: (lambda v: lambda job: v)(v) for k, v in answers.items()})
+    reg(ssn, cb.OVERUSED, **{k: const(v) for k, v in answers.items()})
+    reg(ssn, cb.ALLOCATABLE, **{k: const(v) for k, v in answers.items()})
+    reg(ssn, cb.PREEMPTIVE, **{k: const(v) for k, v in answers.items()})
+    reg(ssn, cb.JOB_READY, **{k: const(v) for k, v in answers.items()})
     ssn.compile_chains()
     q = mk_queue("q")
     task = tasks("x")[0]

@@ -118,7 +118,8 @@ def test_drf_hierarchy_and_proportion_in_different_tiers_or_without_hierarchy_is
     )
     parse_conf('actions: "allocate"\ntiers:\n- plugins:\n  - name: drf\n  - name: proportion\n')
     parse_conf(
-        'actions: "allocate"\ntiers:\n- plugins:\n  - name: drf\n    enableHierarchy: false\n  - name: proportion\n'
+        'actions: "allocate"\ntiers:\n- plugins:\n  - name: drf\n    enableHierarchy: false\n'
+        "  - name: proportion\n"
     )
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
@@ -9,7 +11,6 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from daemon.manifests import build_snapshot, load_objects
 from daemon.scheduler.framework.conf import DEFAULT_SCHEDULER_CONF, parse_conf
 from daemon.scheduler.framework.run import run_session
-from pathlib import Path
 
 EXAMPLE = Path(__file__).resolve().parents[3] / "daemon" / "examples" / "cluster.yaml"
 

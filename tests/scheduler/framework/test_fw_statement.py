@@ -9,12 +9,12 @@ import numpy as np
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from fumarole_sched_kit import mk_conf, mk_job, mk_node, mk_snapshot, mk_task, open_session, task_of  # noqa: E402
+from fumarole_sched_kit import mk_conf, mk_job, mk_node, mk_snapshot, mk_task, open_session, task_of
 
-from daemon.scheduler.framework.session import EventHandler, Session  # noqa: E402
-from daemon.scheduler.framework.statement import Statement  # noqa: E402
-from daemon.scheduler.model.node import NodeInfo  # noqa: E402
-from daemon.scheduler.model.task import TaskStatus  # noqa: E402
+from daemon.scheduler.framework.session import EventHandler, Session
+from daemon.scheduler.framework.statement import Statement
+from daemon.scheduler.model.node import NodeInfo
+from daemon.scheduler.model.task import TaskStatus
 
 S = TaskStatus
 JOB = "default/j"
@@ -148,7 +148,7 @@ def test_commit_records_binds_and_evictions_pipelined_stay_in_session() -> None:
 
 
 def test_pipeline_to_unknown_node_rolls_back() -> None:
-    ssn, events = make()
+    ssn, _events = make()
     p0 = task_of(ssn, JOB, "j-p-0")
     stmt = Statement(ssn)
     with pytest.raises(KeyError):
@@ -157,16 +157,6 @@ def test_pipeline_to_unknown_node_rolls_back() -> None:
     assert stmt.operations == []
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "Statement.pipeline/allocate roll back a failed node.add_task through _unpipeline, which fires "
-        "the DeallocateFunc handlers although the AllocateFunc handlers never ran for that task; "
-        "Volcano (statement.go Pipeline/Allocate) runs the AllocateFunc handlers before rolling back, "
-        "so plugin accounting (proportion/drf allocated and shares) stays balanced. Here every failed "
-        "placement subtracts the task's request from its queue/job allocation"
-    ),
-)
 def test_failed_pipeline_leaves_plugin_accounting_balanced() -> None:
     ssn, events = make()
     p0 = task_of(ssn, JOB, "j-p-0")

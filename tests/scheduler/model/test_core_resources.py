@@ -720,3 +720,26 @@ def test_multi_and_fit_delta() -> None:
     assert math.isclose(free.cpu, 4000 - 1000 - 0.1)
     assert free.memory == 4000  # not requested: untouched
     assert math.isclose(free.scalars[G], 1000 - 2000 - 0.1)
+
+
+def test_scalar_resource_names_from_resource_list() -> None:
+    r = Resource.from_resource_list(
+        {
+            "example.com/foo": "2",
+            "hugepages-2Mi": "4Mi",
+            "attachable-volumes-aws-ebs": "39",
+            "requests.example.com/foo": "1",  # a quota name, not a resource
+            "storage": "1Gi",  # unprefixed native names other than cpu/memory/pods/ephemeral-storage
+            "count/pods": "3",
+        }
+    )
+    assert as_dict(r) == {
+        "example.com/foo": 2000,
+        "hugepages-2Mi": 4 * 1024 * 1024 * 1000,
+        "attachable-volumes-aws-ebs": 39000,
+    }
+
+
+def test_kubernetes_io_prefixed_names_are_scalar_resources() -> None:
+    r = Resource.from_resource_list({"kubernetes.io/batch-cpu": "1000", "example.kubernetes.io/x": "1"})
+    assert as_dict(r) == {"kubernetes.io/batch-cpu": 1000000, "example.kubernetes.io/x": 1000}

@@ -12,11 +12,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from fumarole_sched_kit import mk_conf, mk_job, mk_node, mk_snapshot, mk_task, open_session, run, task_of  # noqa: E402
+from fumarole_sched_kit import mk_conf, mk_job, mk_node, mk_snapshot, mk_task, open_session, run, task_of
 
-from daemon.scheduler.framework import combinators as cb  # noqa: E402
-from daemon.scheduler.model.task import TaskStatus  # noqa: E402
-from daemon.scheduler.plugins.binpack import weights_from  # noqa: E402
+from daemon.scheduler.framework import combinators as cb
+from daemon.scheduler.model.task import TaskStatus
+from daemon.scheduler.plugins.binpack import weights_from
 
 S = TaskStatus
 GPU, FOO = "nvidia.com/gpu", "example.com/foo"

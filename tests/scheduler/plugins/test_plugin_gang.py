@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from fumarole_sched_kit import (  # noqa: E402
+from fumarole_sched_kit import (
     add_tasks,
     mk_conf,
     mk_job,
@@ -20,10 +20,10 @@ from fumarole_sched_kit import (  # noqa: E402
     task_of,
 )
 
-from daemon.scheduler.framework import combinators as cb  # noqa: E402
-from daemon.scheduler.model.job import Condition, JobInfo  # noqa: E402
-from daemon.scheduler.model.task import TaskStatus  # noqa: E402
-from daemon.scheduler.plugins.gang import (  # noqa: E402
+from daemon.scheduler.framework import combinators as cb
+from daemon.scheduler.model.job import Condition, JobInfo
+from daemon.scheduler.model.task import TaskStatus
+from daemon.scheduler.plugins.gang import (
     job_valid,
     schedulable_task_num,
     should_skip_unschedulable_for_releasing,
@@ -175,7 +175,7 @@ def test_close_unschedulable_condition_text() -> None:
 def test_close_condition_counts_ready_tasks_and_last_allocations() -> None:
     j = mk_job("j", min_available=4)
     mk_task(j, "j-r-0", status=S.RUNNING, node="n1")
-    a, b, c = add_tasks(j, 3)
+    a, b, _c = add_tasks(j, 3)
     ssn = session(j)
     a2, b2 = task_of(ssn, j.uid, a.name), task_of(ssn, j.uid, b.name)
     a2.last_tx = (S.ALLOCATED, "n1")

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from fumarole_sched_kit import (  # noqa: E402
+from fumarole_sched_kit import (
     add_tasks,
     mk_conf,
     mk_job,
@@ -21,10 +21,10 @@ from fumarole_sched_kit import (  # noqa: E402
     task_of,
 )
 
-from daemon.scheduler.framework import combinators as cb  # noqa: E402
-from daemon.scheduler.model.resources import Resource  # noqa: E402
-from daemon.scheduler.model.task import TaskStatus  # noqa: E402
-from daemon.scheduler.plugins.drf import dominant_share  # noqa: E402
+from daemon.scheduler.framework import combinators as cb
+from daemon.scheduler.model.resources import Resource
+from daemon.scheduler.model.task import TaskStatus
+from daemon.scheduler.plugins.drf import dominant_share
 
 S = TaskStatus
 

@@ -15,10 +15,10 @@ from fumarole_sched_kit import (
     mk_task,
     open_session,
     task_of,
-)  # noqa: E402
+)
 
-from daemon.scheduler.framework import combinators as cb  # noqa: E402
-from daemon.scheduler.model.task import PodFacts, TaskStatus  # noqa: E402
+from daemon.scheduler.framework import combinators as cb
+from daemon.scheduler.model.task import PodFacts, TaskStatus
 
 S = TaskStatus
 

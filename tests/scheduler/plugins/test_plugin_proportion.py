@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from fumarole_sched_kit import (  # noqa: E402
+from fumarole_sched_kit import (
     add_tasks,
     mk_conf,
     mk_job,
@@ -24,9 +24,9 @@ from fumarole_sched_kit import (  # noqa: E402
     task_of,
 )
 
-from daemon.scheduler.framework.session import Session  # noqa: E402
-from daemon.scheduler.model.resources import Resource  # noqa: E402
-from daemon.scheduler.model.task import TaskStatus  # noqa: E402
+from daemon.scheduler.framework.session import Session
+from daemon.scheduler.model.resources import Resource
+from daemon.scheduler.model.task import TaskStatus
 
 S = TaskStatus
 PROP = mk_conf("allocate", ["proportion"])
@@ -249,7 +249,7 @@ def test_inqueue_of_inqueue_job_deducts_its_allocated_tasks() -> None:
     assert attrs(ssn)["qa"].inqueue.cpu == 3000
 
 
-# --------------------------------------------------------------------------- Volcano's TestEnqueueAndAllocable
+# ---------------------------------------------------------------- Volcano's TestEnqueueAndAllocable
 def enq_alloc_cluster(pending: tuple[str, str, str, str], queue3_closed: bool = False):
     """nodes n1/n2 2c/2G pods 10; pod1 1c2G on n1 (q1), pod2 2c1G on n2 (q2); one pending pod."""
     nodes = [mk_node("n1", "2", "2G", pods="10"), mk_node("n2", "2", "2G", pods="10")]
