@@ -562,6 +562,7 @@ class _PodSpec:
     host_ports: tuple[HostPort, ...]
     scheduling_gates: tuple[str, ...]
     images: tuple[str, ...]
+    spread: tuple[dict[str, Any], ...] = ()
 
 
 @dataclass(slots=True)
@@ -676,6 +677,12 @@ def _parse_pod_spec(d: _Doc, spec: Obj, path: str, scheduler_default: str) -> _P
         host_ports=tuple(host_ports),
         scheduling_gates=tuple(gates),
         images=tuple(images),
+        spread=tuple(
+            d.mapping(c, _join(_join(path, "topologySpreadConstraints"), i))
+            for i, c in enumerate(
+                d.seq(spec.get("topologySpreadConstraints"), _join(path, "topologySpreadConstraints"))
+            )
+        ),
     )
 
 
@@ -1002,6 +1009,7 @@ class _Builder:
             nominated_node_name=p.nominated,
             scheduling_gates=s.scheduling_gates,
             images=s.images,
+            topology_spread_constraints=s.spread,
             owner_uid=p.owner_uid,
             phase=p.phase,
             deleting=p.deleting,

@@ -51,6 +51,10 @@ def test_shared_scenarios_within_default_actions() -> None:
     assert rc == 0
 
 
+# Ported cases that need something this version does not model yet, with the reason.
+KNOWN_GAPS: dict[str, str] = {}
+
+
 def _ported_files() -> list[Path]:
     return sorted(PORTED.rglob("*.yaml"))
 
@@ -71,6 +75,9 @@ def _missing_features(path: Path) -> list[str]:
 @pytest.mark.skipif(not RUNNER.exists(), reason="../shared/acceptance is not beside the repository")
 @pytest.mark.parametrize("path", _ported_files(), ids=lambda p: str(p.relative_to(PORTED)))
 def test_ported_volcano_scenario(path: Path) -> None:
+    gap = KNOWN_GAPS.get(str(path.relative_to(PORTED)))
+    if gap:
+        pytest.skip(gap)
     missing = _missing_features(path)
     if missing:
         pytest.skip("needs " + ", ".join(missing) + " (not implemented yet)")

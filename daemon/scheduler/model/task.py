@@ -81,6 +81,8 @@ class PodFacts:
     nominated_node_name: str = ""
     scheduling_gates: tuple[str, ...] = ()
     images: tuple[str, ...] = ()
+    # Raw `spec.topologySpreadConstraints` entries (read by predicates and nodeorder).
+    topology_spread_constraints: tuple[dict[str, Any], ...] = ()
     owner_uid: str = ""
     phase: str = "Pending"
     deleting: bool = False

@@ -124,7 +124,7 @@ def make_requirement(key: str, op: str, values: Sequence[str]) -> Requirement:
     bound = 0
     if op in (OP_IN, OP_NOT_IN):
         if not values:
-            raise SelectorError(f"values: Required value: for 'in', 'notin' operators, values set can't be empty")
+            raise SelectorError("values: for 'in', 'notin' operators, values set can't be empty")
     elif op == OP_EQUALS:
         if len(values) != 1:
             raise SelectorError("values: Invalid value: exact-match compatibility requires one single value")
@@ -134,7 +134,7 @@ def make_requirement(key: str, op: str, values: Sequence[str]) -> Requirement:
     elif op in (OP_GT, OP_LT):
         parsed = parse_int64(values[0]) if len(values) == 1 else None
         if parsed is None:
-            raise SelectorError("values: Invalid value: for 'Gt', 'Lt' operators, the value must be an integer")
+            raise SelectorError("values: for 'Gt', 'Lt' operators, the value must be an integer")
         bound = parsed
     else:
         raise SelectorError(f"operator: Unsupported value: {op!r}")
@@ -260,7 +260,7 @@ def _node_field_selector(exprs: list[Any]) -> tuple[FieldRequirement, ...]:
     for e in exprs:
         key, op, values = _expr(e)
         if op not in (OP_IN, OP_NOT_IN):
-            raise SelectorError(f"operator: Unsupported value: {op!r}: supported values: \"In\", \"NotIn\"")
+            raise SelectorError(f'operator: Unsupported value: {op!r}: supported values: "In", "NotIn"')
         if len(values) != 1:
             raise SelectorError("values: Invalid value: must have one element")
         out.append(FieldRequirement(key, values[0], op == OP_NOT_IN))
@@ -326,14 +326,15 @@ def raw_node_selector_terms(required: Mapping[str, Any]) -> list[Any]:
     return terms if isinstance(terms, list) else []
 
 
-def required_node_affinity(node_selector: Mapping[str, str], affinity: Mapping[str, Any]) -> RequiredNodeAffinity:
+def required_node_affinity(
+    node_selector: Mapping[str, str], affinity: Mapping[str, Any]
+) -> RequiredNodeAffinity:
     selector = selector_from_set(node_selector) if node_selector else None
     required = required_node_selector_raw(affinity)
     if required is None:
         return RequiredNodeAffinity(selector, None)
-    terms = tuple(
-        parse_node_selector_term(t) for t in raw_node_selector_terms(required) if not is_empty_node_selector_term(t)
-    )
+    raw = raw_node_selector_terms(required)
+    terms = tuple(parse_node_selector_term(t) for t in raw if not is_empty_node_selector_term(t))
     return RequiredNodeAffinity(selector, terms)
 
 
@@ -382,7 +383,9 @@ def preferred_node_terms(affinity: Mapping[str, Any]) -> tuple[PreferredNodeTerm
     return tuple(out)
 
 
-def preferred_node_score(terms: Iterable[PreferredNodeTerm], node_labels: Mapping[str, str], node_name: str) -> int:
+def preferred_node_score(
+    terms: Iterable[PreferredNodeTerm], node_labels: Mapping[str, str], node_name: str
+) -> int:
     return sum(t.weight for t in terms if t.term.matches(node_labels, node_name))
 
 
@@ -426,7 +429,9 @@ def prefer_no_schedule_tolerations(tolerations: Iterable[Toleration]) -> tuple[T
 
 
 def count_intolerable_prefer_no_schedule(taints: Iterable[Taint], tolerations: Sequence[Toleration]) -> int:
-    return sum(1 for t in taints if t.effect == PREFER_NO_SCHEDULE and not tolerations_tolerate(tolerations, t))
+    return sum(
+        1 for t in taints if t.effect == PREFER_NO_SCHEDULE and not tolerations_tolerate(tolerations, t)
+    )
 
 
 # =============================================================================================
@@ -516,7 +521,8 @@ def affinity_term(namespace: str, raw: Any) -> AffinityTerm:
     names = _str_list(raw.get("namespaces"))
     ns_raw = raw.get("namespaceSelector")
     namespaces = frozenset(names) if names or ns_raw is not None else frozenset((namespace,))
-    return AffinityTerm(namespaces, label_selector_from_meta(ns_raw), selector, str(raw.get("topologyKey") or ""))
+    topology_key = str(raw.get("topologyKey") or "")
+    return AffinityTerm(namespaces, label_selector_from_meta(ns_raw), selector, topology_key)
 
 
 def _terms(namespace: str, raw: list[Any]) -> tuple[AffinityTerm, ...]:
@@ -529,7 +535,8 @@ def _weighted(namespace: str, raw: list[Any]) -> tuple[WeightedTerm, ...]:
         if not isinstance(item, Mapping):
             raise SelectorError("a weighted pod affinity term must be a mapping")
         weight = item.get("weight")
-        out.append(WeightedTerm(affinity_term(namespace, item.get("podAffinityTerm")), int(weight or 0)))
+        term = affinity_term(namespace, item.get("podAffinityTerm"))
+        out.append(WeightedTerm(term, weight if isinstance(weight, int) else 0))
     return tuple(out)
 
 
@@ -621,7 +628,10 @@ class NodeLabelTable:
         if col is None:
             vocab: dict[str, int] = {}
             codes = np.fromiter(
-                (-1 if (v := lab.get(key)) is None else vocab.setdefault(v, len(vocab)) for lab in self.labels),
+                (
+                    -1 if (v := lab.get(key)) is None else vocab.setdefault(v, len(vocab))
+                    for lab in self.labels
+                ),
                 dtype=np.int64,
                 count=self.n,
             )
@@ -697,7 +707,9 @@ class NodeLabelTable:
         return out
 
     def required_node_affinity(self, a: RequiredNodeAffinity) -> BoolArray:
-        out = self.selector(a.node_selector) if a.node_selector is not None else np.ones(self.n, dtype=np.bool_)
+        out = np.ones(self.n, dtype=np.bool_)
+        if a.node_selector is not None:
+            out &= self.selector(a.node_selector)
         if a.terms is not None:
             any_term = np.zeros(self.n, dtype=np.bool_)
             for t in a.terms:
@@ -720,3 +732,75 @@ class NodeLabelTable:
             if code is not None:
                 lut[code] = c
         return lut[codes]
+
+
+# =============================================================================================
+# pod topology spread
+
+DO_NOT_SCHEDULE = "DoNotSchedule"
+SCHEDULE_ANYWAY = "ScheduleAnyway"
+HOSTNAME_LABEL = "kubernetes.io/hostname"
+SPREAD_FIELD = "topology_spread_constraints"
+
+
+@dataclass(frozen=True, slots=True)
+class SpreadConstraint:
+    """topologySpreadConstraint as the PodTopologySpread plugin holds it (policies defaulted)."""
+
+    max_skew: int
+    topology_key: str
+    selector: LabelSelector
+    min_domains: int = 1
+    honor_node_affinity: bool = True  # nodeAffinityPolicy: Honor (default)
+    honor_node_taints: bool = False  # nodeTaintsPolicy: Ignore (default)
+
+
+def raw_spread_constraints(pod: Any) -> list[Any]:
+    """The pod's raw `spec.topologySpreadConstraints`, from a `topology_spread_constraints` field if any."""
+    raw = getattr(pod, SPREAD_FIELD, None)
+    return list(raw) if isinstance(raw, (list, tuple)) else []
+
+
+def spread_constraints(
+    raw: Sequence[Any], pod_labels: Mapping[str, str], action: str
+) -> tuple[SpreadConstraint, ...]:
+    """filterTopologySpreadConstraints: the constraints with `whenUnsatisfiable == action`.
+
+    `matchLabelKeys` values are taken from the pod's labels and ANDed into the selector; a
+    selector that does not parse raises SelectorError.
+    """
+    out = []
+    for c in raw:
+        if not isinstance(c, Mapping) or c.get("whenUnsatisfiable") != action:
+            continue
+        selector = label_selector_from_meta(c.get("labelSelector"))
+        keys = [k for k in _str_list(c.get("matchLabelKeys")) if k in pod_labels]
+        if keys:
+            extra = tuple(make_requirement(k, OP_EQUALS, [pod_labels[k]]) for k in keys)
+            selector = LabelSelector(selector.requirements + extra, selector.nothing)
+        min_domains = c.get("minDomains")
+        out.append(
+            SpreadConstraint(
+                max_skew=int(c.get("maxSkew") or 0),
+                topology_key=str(c.get("topologyKey") or ""),
+                selector=selector,
+                min_domains=min_domains if isinstance(min_domains, int) else 1,
+                honor_node_affinity=c.get("nodeAffinityPolicy", "Honor") != "Ignore",
+                honor_node_taints=c.get("nodeTaintsPolicy", "Ignore") == "Honor",
+            )
+        )
+    return tuple(out)
+
+
+def node_has_spread_keys(labels: Mapping[str, str], constraints: Iterable[SpreadConstraint]) -> bool:
+    """nodeLabelsMatchSpreadConstraints: the node carries every constraint's topology key."""
+    return all(c.topology_key in labels for c in constraints)
+
+
+def spread_matches(
+    c: SpreadConstraint, namespace: str, labels: Mapping[str, str], deleting: bool, pod_ns: str
+) -> bool:
+    """countPodsMatchSelector for one pod: same namespace, not terminating, selector matches."""
+    if c.selector.empty or deleting or namespace != pod_ns:
+        return False
+    return c.selector.matches(labels)

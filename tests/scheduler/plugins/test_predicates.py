@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import random
 from collections import defaultdict
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -30,6 +31,13 @@ HOST = "kubernetes.io/hostname"
 
 # =============================================================================================
 # builders
+
+
+@dataclass(frozen=True, slots=True)
+class SpreadPod(PodFacts):
+    """PodFacts with the raw `spec.topologySpreadConstraints` the plugins read when present."""
+
+    topology_spread_constraints: tuple[dict[str, Any], ...] = ()
 
 
 def mk_node(
@@ -58,14 +66,18 @@ def mk_task(
     annotations: dict[str, str] | None = None,
     node: str = "",
     status: TaskStatus = TaskStatus.PENDING,
+    spread: tuple[dict[str, Any], ...] = (),
+    deleting: bool = False,
 ) -> TaskInfo:
-    pod = PodFacts(
+    pod = SpreadPod(
         labels=labels or {},
         annotations=annotations or {},
         node_selector=node_selector or {},
         affinity=affinity or {},
         tolerations=tolerations,
         host_ports=ports,
+        deleting=deleting,
+        topology_spread_constraints=spread,
     )
     if node and status is TaskStatus.PENDING:
         status = TaskStatus.RUNNING
@@ -562,6 +574,80 @@ def test_pod_affinity_switch_off() -> None:
 
 
 # =============================================================================================
+# pod topology spread (read from a `topology_spread_constraints` field when the model has one)
+
+
+def _spread(key: str = "zone", skew: int = 1, when: str = "DoNotSchedule", **extra: Any) -> dict[str, Any]:
+    return {
+        "maxSkew": skew,
+        "topologyKey": key,
+        "whenUnsatisfiable": when,
+        "labelSelector": {"matchLabels": {"app": "foo"}},
+        **extra,
+    }
+
+
+def _spread_cluster(*extra: TaskInfo, **kw: Any) -> tuple[Session, TaskInfo]:
+    nodes = [mk_node("n1", {"zone": "z1"}), mk_node("n2", {"zone": "z2"}), mk_node("n3", {"zone": "z3"})]
+    nodes.append(mk_node("x"))
+    running = [
+        mk_task(f"r{i}", node=n, job="default/r", labels={"app": "foo"})
+        for i, n in enumerate(["n1", "n1", "n2"])
+    ]
+    ssn, _ = open_session(nodes, [*running, *extra], **kw)
+    p = the(ssn, extra[0].name)
+    assert ssn.pre_predicate_fn(p) is None
+    return ssn, p
+
+
+def test_topology_spread_filter_skew_and_missing_label() -> None:
+    ssn, p = _spread_cluster(mk_task("p", labels={"app": "foo"}, spread=(_spread(),)))
+    # zone counts 2, 1, 0; global minimum 0; the pod matches itself: skew = count + 1.
+    assert fits(ssn, p) == ["n3"]
+    assert reasons(ssn, p, "n2") == [pr.REASON_SPREAD]
+    err = ssn.predicate_fn(p, ssn.nodes["x"])
+    assert isinstance(err, FitError) and err.unresolvable
+    assert err.reasons() == ["node(s) didn't match pod topology spread constraints (missing required label)"]
+
+
+def test_topology_spread_self_match_min_domains_and_schedule_anyway() -> None:
+    other = mk_task("q", labels={"app": "bar"}, spread=(_spread(),))
+    ssn, q = _spread_cluster(other)
+    assert fits(ssn, q) == ["n2", "n3"]  # does not match its own selector: skew = count
+    extra = mk_task("r3", node="n3", job="default/r", labels={"app": "foo"})
+    ssn, p = _spread_cluster(mk_task("p", labels={"app": "foo"}, spread=(_spread(),)), extra)
+    assert fits(ssn, p) == ["n2", "n3"]  # counts 2, 1, 1: minimum 1
+    ssn, p = _spread_cluster(mk_task("p", labels={"app": "foo"}, spread=(_spread(minDomains=4),)), extra)
+    assert fits(ssn, p) == []  # fewer domains than minDomains: minimum taken as 0
+    ssn, p = _spread_cluster(mk_task("p", labels={"app": "foo"}, spread=(_spread(when="ScheduleAnyway"),)))
+    assert fits(ssn, p) == ["n1", "n2", "n3", "x"]
+    ssn, p = _spread_cluster(
+        mk_task("p", labels={"app": "foo"}, spread=(_spread(),)),
+        arguments={pr.POD_TOPOLOGY_SPREAD_ENABLE: False},
+    )
+    assert fits(ssn, p) == ["n1", "n2", "n3", "x"]
+
+
+def test_topology_spread_counts_only_included_live_pods_of_the_namespace() -> None:
+    gone = mk_task("r9", node="n3", job="default/r", labels={"app": "foo"}, deleting=True)
+    other_ns = mk_task("o", node="n3", job="other/o", namespace="other", labels={"app": "foo"})
+    ssn, p = _spread_cluster(mk_task("p", labels={"app": "foo"}, spread=(_spread(skew=2),)), gone, other_ns)
+    assert fits(ssn, p) == ["n2", "n3"]  # counts stay 2, 1, 0
+    # nodeAffinityPolicy Honor (default): nodes the pod may not use do not count.
+    pinned = mk_task("p", labels={"app": "foo"}, node_selector={"zone": "z2"}, spread=(_spread(),))
+    ssn, p = _spread_cluster(pinned)
+    assert fits(ssn, p) == ["n2"]  # only z2 counts: minimum 1, skew on n2 = 1 + 1 - 1
+    ignore = mk_task(
+        "p",
+        labels={"app": "foo"},
+        node_selector={"zone": "z2"},
+        spread=(_spread(nodeAffinityPolicy="Ignore"),),
+    )
+    ssn, p = _spread_cluster(ignore)
+    assert fits(ssn, p) == []  # every zone counts: minimum 0, skew on n2 = 1 + 1 - 0
+
+
+# =============================================================================================
 # the equivalence cache (predicate.CacheEnable)
 
 
@@ -651,7 +737,77 @@ def _rand_pod(rng: random.Random, name: str, job: str, node: str, names: list[st
             for _ in range(1 if rng.random() < 0.5 else 0)
         ),
         node=node,
+        spread=_rand_spread(rng) if not node else (),
+        deleting=bool(node) and rng.random() < 0.1,
     )
+
+
+def _rand_spread(rng: random.Random) -> tuple[dict[str, Any], ...]:
+    if rng.random() < 0.6:
+        return ()
+    out = []
+    for _ in range(rng.randint(1, 2)):
+        c: dict[str, Any] = {
+            "maxSkew": rng.randint(1, 2),
+            "topologyKey": rng.choice(_TOPOLOGY),
+            "whenUnsatisfiable": rng.choice(["DoNotSchedule", "ScheduleAnyway"]),
+            "labelSelector": {"matchLabels": {"app": rng.choice(_APPS)}},
+        }
+        if rng.random() < 0.3:
+            c["minDomains"] = rng.randint(1, 4)
+        if rng.random() < 0.3:
+            c["nodeAffinityPolicy"] = rng.choice(["Honor", "Ignore"])
+        if rng.random() < 0.3:
+            c["nodeTaintsPolicy"] = rng.choice(["Honor", "Ignore"])
+        out.append(c)
+    return tuple(out)
+
+
+def _reference_spread(ssn: Session, task: TaskInfo) -> tuple[list[dict[str, int]], list[int]] | None:
+    """PodTopologySpread calPreFilterState by walking every node and pod, as the Go code does."""
+    m = pr.node_mirror(ssn)
+    cs = ka.spread_constraints(ka.raw_spread_constraints(task.pod), task.pod.labels, ka.DO_NOT_SCHEDULE)
+    if not cs:
+        return None
+    aff = ka.required_node_affinity(task.pod.node_selector, task.pod.affinity)
+    per: list[dict[str, int]] = [{} for _ in cs]
+    for row, node in enumerate(ssn.node_list):
+        labels = node.facts.labels
+        if not ka.node_has_spread_keys(labels, cs):
+            continue
+        for i, c in enumerate(cs):
+            if c.honor_node_affinity and not aff.matches(labels, node.name):
+                continue
+            if c.honor_node_taints and ka.find_untolerated_taint(node.facts.taints, task.pod.tolerations):
+                continue
+            n = sum(
+                ka.spread_matches(c, t.namespace, t.pod.labels, t.pod.deleting, task.namespace)
+                for t in m.pods[row].values()
+            )
+            v = labels[c.topology_key]
+            per[i][v] = per[i].get(v, 0) + n
+    mins = []
+    for i, c in enumerate(cs):
+        low = min(per[i].values()) if per[i] else pr.MAX_INT32
+        mins.append(0 if len(per[i]) < c.min_domains else low)
+    return per, mins
+
+
+def _check_spread_state(ssn: Session, plugin: pr.PredicatesPlugin, task: TaskInfo) -> None:
+    ref = _reference_spread(ssn, task)
+    state = plugin._spread.get(task.uid)
+    if ref is None:
+        assert state is None
+        return
+    assert state is not None
+    table = pr.node_mirror(ssn).labels
+    per, mins = ref
+    for i, c in enumerate(state.constraints):
+        _, vocab = table.column(c.topology_key)
+        got = {v: int(state.match[i][code]) for v, code in vocab.items() if v in per[i]}
+        assert got == per[i]
+        assert all(int(state.match[i][code]) == 0 for v, code in vocab.items() if v not in per[i])
+    assert state.min_match == mins
 
 
 def _reference_counts(ssn: Session, task: TaskInfo) -> tuple[dict[Any, int], dict[Any, int], dict[Any, int]]:
@@ -750,6 +906,7 @@ def _check_all(ssn: Session, plugin: pr.PredicatesPlugin, pending: list[TaskInfo
     for t in pending:
         ssn.pre_predicate_fn(t)
         _check_prefilter_state(ssn, plugin, t)
+        _check_spread_state(ssn, plugin, t)
         ok, found, unres, _ = ssn.predicate_batch(t, rows)
         per_row: dict[int, list[str]] = defaultdict(list)
         for text, mask in found:

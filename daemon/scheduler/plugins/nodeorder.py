@@ -1,0 +1,629 @@
+"""The nodeorder plugin: node scores from the Kubernetes score plugins, as Volcano's nodeorder.go wires them.
+
+Every scorer returns an integer in 0..100 computed with Go's int64 arithmetic, is normalised
+over the candidate nodes it is given, multiplied by its weight and summed (float64):
+
+- NodeResourcesLeastAllocated (`leastrequested.weight`, 1) and MostAllocated
+  (`mostrequested.weight`, 0): cpu:memory weights 50:50 and 1:1; requested = the node's
+  *non-zero* requested (pods without a cpu / memory request count 100m / 200Mi) plus the
+  pod's non-zero request;
+- NodeResourcesBalancedAllocation (`balancedresource.weight`, 1): standard deviation of the
+  requested/allocatable fractions of cpu, memory and nvidia.com/gpu (GPU only when the pod
+  asks for it and the node has it), on actual requests; skipped for best-effort pods;
+- NodeAffinity (`nodeaffinity.weight`, 2): sum of matching preferred terms' weights,
+  DefaultNormalizeScore;
+- TaintToleration (`tainttoleration.weight`, 3): untolerated PreferNoSchedule taints,
+  reversed DefaultNormalizeScore;
+- InterPodAffinity (`podaffinity.weight`, 2): preferred (anti-)affinity of the pod towards
+  existing pods and of existing pods towards the pod, per topology pair, min-max normalised
+  (hard pod affinity weight 0, as Volcano passes empty args);
+- ImageLocality (`imagelocality.weight`, 1): Volcano's per-node NodeOrderFn (no
+  normalisation), from node image sizes and the share of nodes holding each image.
+
+- PodTopologySpread (`podtopologyspread.weight`, 2): the pod's ScheduleAnyway constraints
+  (read from a `topology_spread_constraints` attribute of PodFacts when the model has one):
+  matching pods per topology domain × log(domains + 2) + maxSkew - 1, rounded, reversed
+  min/max normalisation; nodes lacking a constraint's key score 0.  Pods without explicit
+  constraints get nothing: the system default constraints need the Services / ReplicaSets /
+  StatefulSets selecting the pod, which the model does not carry.
+
+A weight of 0 disables its scorer.
+
+Node "requested" figures are those of Volcano's k8s NodeInfo snapshot (`predicates.NodeMirror`,
+kept in step by the predicates plugin's event handlers, pipelined pods included and evicted
+pods removed), not `NodeInfo.used`.
+
+Approximations, because the model keeps less than a pod manifest: a zero cpu (memory) request
+counts as a missing one for the non-zero defaults (Kubernetes defaults each container whose
+request is absent; the model keeps per-pod totals); ImageLocality counts the nodes holding an
+image over the session's nodes (Volcano's cache counts them as each node was added) and takes
+the pod's images as its containers.  Preferred terms that fail to parse are ignored where
+Kubernetes would fail PreScore (and Volcano would drop every score of that task).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections import Counter, OrderedDict
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from daemon.scheduler.framework import combinators as cb
+from daemon.scheduler.framework.conf import arg_int
+from daemon.scheduler.framework.nodetable import BoolArray, FloatArray, IntArray
+from daemon.scheduler.framework.session import Session
+from daemon.scheduler.model.node import NodeInfo
+from daemon.scheduler.model.task import PodFacts, TaskInfo, Toleration
+from daemon.scheduler.plugins.k8s_affinity import (
+    HOSTNAME_LABEL,
+    PREFER_NO_SCHEDULE,
+    SCHEDULE_ANYWAY,
+    NodeLabelTable,
+    SelectorError,
+    SpreadConstraint,
+    count_intolerable_prefer_no_schedule,
+    merge_pod_affinity,
+    prefer_no_schedule_tolerations,
+    preferred_node_terms,
+    raw_spread_constraints,
+    required_node_affinity,
+    spread_constraints,
+)
+from daemon.scheduler.plugins.predicates import (
+    DEFAULT_MEMORY_REQUEST,
+    DEFAULT_MILLI_CPU_REQUEST,
+    GPU,
+    NodeMirror,
+    namespace_labels,
+    node_mirror,
+)
+
+NAME = "nodeorder"
+
+LEAST_REQUESTED_WEIGHT = "leastrequested.weight"
+MOST_REQUESTED_WEIGHT = "mostrequested.weight"
+NODE_AFFINITY_WEIGHT = "nodeaffinity.weight"
+POD_AFFINITY_WEIGHT = "podaffinity.weight"
+BALANCED_RESOURCE_WEIGHT = "balancedresource.weight"
+TAINT_TOLERATION_WEIGHT = "tainttoleration.weight"
+IMAGE_LOCALITY_WEIGHT = "imagelocality.weight"
+POD_TOPOLOGY_SPREAD_WEIGHT = "podtopologyspread.weight"
+
+MAX_NODE_SCORE = 100
+LEAST_ALLOCATED_WEIGHTS = (50, 50)  # cpu, memory
+MOST_ALLOCATED_WEIGHTS = (1, 1)
+MB = 1024 * 1024
+IMAGE_MIN_THRESHOLD = 23 * MB
+IMAGE_MAX_CONTAINER_THRESHOLD = 1000 * MB
+SIGNATURE_CACHE_SIZE = 256
+
+TopologyScore = dict[str, dict[str, int]]
+
+
+@dataclass(frozen=True, slots=True)
+class Weights:
+    least_requested: int = 1
+    most_requested: int = 0
+    node_affinity: int = 2
+    pod_affinity: int = 2
+    balanced_resource: int = 1
+    taint_toleration: int = 3
+    image_locality: int = 1
+    pod_topology_spread: int = 2
+
+    @property
+    def any_batch(self) -> bool:
+        return any(
+            (
+                self.least_requested,
+                self.most_requested,
+                self.node_affinity,
+                self.pod_affinity,
+                self.balanced_resource,
+                self.taint_toleration,
+                self.pod_topology_spread,
+            )
+        )
+
+
+def weights_from(arguments: dict[str, Any]) -> Weights:
+    """calculateWeight: integer arguments override the defaults."""
+    d = Weights()
+    return Weights(
+        least_requested=arg_int(arguments, LEAST_REQUESTED_WEIGHT, d.least_requested),
+        most_requested=arg_int(arguments, MOST_REQUESTED_WEIGHT, d.most_requested),
+        node_affinity=arg_int(arguments, NODE_AFFINITY_WEIGHT, d.node_affinity),
+        pod_affinity=arg_int(arguments, POD_AFFINITY_WEIGHT, d.pod_affinity),
+        balanced_resource=arg_int(arguments, BALANCED_RESOURCE_WEIGHT, d.balanced_resource),
+        taint_toleration=arg_int(arguments, TAINT_TOLERATION_WEIGHT, d.taint_toleration),
+        image_locality=arg_int(arguments, IMAGE_LOCALITY_WEIGHT, d.image_locality),
+        pod_topology_spread=arg_int(arguments, POD_TOPOLOGY_SPREAD_WEIGHT, d.pod_topology_spread),
+    )
+
+
+# =============================================================================================
+# Go integer arithmetic and the score formulas (vectorised)
+
+
+def go_div(a: IntArray, b: IntArray | int) -> IntArray:
+    """int64 division truncating toward zero, as Go's `/` (b must be non-zero)."""
+    q = np.abs(a) // np.abs(b)
+    out: IntArray = np.where((a < 0) != (np.asarray(b) < 0), -q, q)
+    return out
+
+
+def default_normalize(scores: IntArray, reverse: bool) -> IntArray:
+    """helper.DefaultNormalizeScore(MaxNodeScore, reverse, scores)."""
+    max_count = max(int(scores.max(initial=0)), 0)
+    if max_count == 0:
+        return np.full(len(scores), MAX_NODE_SCORE, dtype=np.int64) if reverse else scores
+    out = go_div(MAX_NODE_SCORE * scores, max_count)
+    return MAX_NODE_SCORE - out if reverse else out
+
+
+def least_requested_score(requested: IntArray, capacity: IntArray) -> IntArray:
+    """leastRequestedScore: (capacity - requested) * 100 / capacity; 0 when over capacity."""
+    safe = np.where(capacity == 0, 1, capacity)
+    out: IntArray = np.where(
+        (capacity == 0) | (requested > capacity), 0, (capacity - requested) * 100 // safe
+    )
+    return out
+
+
+def most_requested_score(requested: IntArray, capacity: IntArray) -> IntArray:
+    """mostRequestedScore: min(requested, capacity) * 100 / capacity."""
+    safe = np.where(capacity == 0, 1, capacity)
+    out: IntArray = np.where(capacity == 0, 0, np.minimum(requested, capacity) * 100 // safe)
+    return out
+
+
+def weighted_resource_score(
+    requested: Sequence[IntArray],
+    allocatable: Sequence[IntArray],
+    weights: Sequence[int],
+    per_resource: Callable[[IntArray, IntArray], IntArray],
+) -> IntArray:
+    """leastResourceScorer / mostResourceScorer: weighted mean over resources with allocatable > 0."""
+    total = np.zeros(len(requested[0]), dtype=np.int64)
+    weight_sum = np.zeros(len(requested[0]), dtype=np.int64)
+    for req, alloc, w in zip(requested, allocatable, weights, strict=True):
+        valid = alloc != 0
+        total += np.where(valid, per_resource(req, alloc) * w, 0)
+        weight_sum += np.where(valid, w, 0)
+    out: IntArray = np.where(weight_sum == 0, 0, total // np.where(weight_sum == 0, 1, weight_sum))
+    return out
+
+
+def balanced_score(requested: Sequence[IntArray], allocatable: Sequence[IntArray]) -> IntArray:
+    """balancedResourceScorer: (1 - std of the capped fractions) * 100, fractions in resource order."""
+    m = len(requested[0])
+    fracs = []
+    valid = []
+    for req, alloc in zip(requested, allocatable, strict=True):
+        ok = alloc != 0
+        f = req.astype(np.float64) / np.where(ok, alloc, 1).astype(np.float64)
+        fracs.append(np.minimum(f, 1.0))
+        valid.append(ok)
+    k = np.sum(valid, axis=0) if valid else np.zeros(m, dtype=np.int64)
+    std = np.zeros(m)
+    if len(fracs) >= 2:
+        # The first two included fractions, in resource order, for the two-resource formula.
+        first = np.where(
+            valid[0], fracs[0], fracs[1] if len(fracs) == 2 else np.where(valid[1], fracs[1], fracs[2])
+        )
+        if len(fracs) == 2:
+            second = fracs[1]
+        else:
+            second = np.where(valid[0], np.where(valid[1], fracs[1], fracs[2]), fracs[2])
+        two = np.abs((first - second) / 2)
+        std = np.where(k == 2, two, std)
+    if len(fracs) == 3:
+        mean = (fracs[0] + fracs[1] + fracs[2]) / 3
+        dev = (fracs[0] - mean) * (fracs[0] - mean) + (fracs[1] - mean) * (fracs[1] - mean)
+        dev = dev + (fracs[2] - mean) * (fracs[2] - mean)
+        std = np.where(k == 3, np.sqrt(dev / 3), std)
+    out: IntArray = ((1 - std) * float(MAX_NODE_SCORE)).astype(np.int64)
+    return out
+
+
+def interpod_normalize(scores: IntArray) -> IntArray:
+    """InterPodAffinity.NormalizeScore: min-max scaling to 0..100 (float64, truncated)."""
+    if len(scores) == 0:
+        return scores
+    lo, hi = int(scores.min()), int(scores.max())
+    diff = hi - lo
+    if diff <= 0:
+        return np.zeros(len(scores), dtype=np.int64)
+    out: IntArray = (float(MAX_NODE_SCORE) * ((scores - lo).astype(np.float64) / float(diff))).astype(
+        np.int64
+    )
+    return out
+
+
+def go_round(x: FloatArray) -> IntArray:
+    """math.Round for non-negative values: halves go up."""
+    whole = np.trunc(x)
+    out: IntArray = (whole + ((x - whole) >= 0.5)).astype(np.int64)
+    return out
+
+
+def spread_weights(
+    constraints: Sequence[SpreadConstraint], table: NodeLabelTable, kept: IntArray
+) -> list[float]:
+    """topologyNormalizingWeight: log(domains + 2) per constraint over the scored nodes.
+
+    A domain is counted for the first constraint that introduces its (key, value) pair; hostname
+    constraints count the scored nodes that are not ignored.
+    """
+    seen: set[str] = set()
+    out = []
+    for c in constraints:
+        if c.topology_key == HOSTNAME_LABEL:
+            size = len(kept)
+        elif c.topology_key in seen:
+            size = 0
+        else:
+            seen.add(c.topology_key)
+            codes, vocab = table.column(c.topology_key)
+            size = int(np.count_nonzero(np.bincount(codes[kept], minlength=len(vocab) + 1)))
+        out.append(math.log(float(size + 2)))
+    return out
+
+
+def spread_normalize(scores: IntArray) -> IntArray:
+    """PodTopologySpread.NormalizeScore over the nodes that are not ignored."""
+    if len(scores) == 0:
+        return scores
+    lo, hi = int(scores.min()), int(scores.max())
+    if hi == 0:
+        return np.full(len(scores), MAX_NODE_SCORE, dtype=np.int64)
+    return go_div(MAX_NODE_SCORE * (hi + lo - scores), hi)
+
+
+def normalized_image_name(name: str) -> str:
+    """ImageLocality: an image without a tag means `:latest`."""
+    return name + ":latest" if name.rfind(":") <= name.rfind("/") else name
+
+
+def image_priority(sum_scores: IntArray, num_containers: int) -> IntArray:
+    """calculatePriority: clamp to [23MB, 1000MB × containers] and scale to 0..100."""
+    max_threshold = IMAGE_MAX_CONTAINER_THRESHOLD * num_containers
+    clamped = np.where(
+        sum_scores < IMAGE_MIN_THRESHOLD,
+        IMAGE_MIN_THRESHOLD,
+        np.where(sum_scores > max_threshold, max_threshold, sum_scores),
+    )
+    return go_div(MAX_NODE_SCORE * (clamped - IMAGE_MIN_THRESHOLD), max_threshold - IMAGE_MIN_THRESHOLD)
+
+
+def scaled_image_score(size: int, num_nodes: int, total_nodes: int) -> int:
+    """scaledImageScore: size × (nodes with the image / all nodes), truncated."""
+    return int(float(size) * (float(num_nodes) / float(total_nodes)))
+
+
+# =============================================================================================
+# pod-side request figures
+
+
+@dataclass(frozen=True, slots=True)
+class PodRequests:
+    cpu: int
+    memory: int
+    gpu: int
+
+    @property
+    def nz_cpu(self) -> int:
+        return self.cpu or DEFAULT_MILLI_CPU_REQUEST
+
+    @property
+    def nz_memory(self) -> int:
+        return self.memory or DEFAULT_MEMORY_REQUEST
+
+    @property
+    def best_effort(self) -> bool:
+        return self.cpu == 0 and self.memory == 0 and self.gpu == 0
+
+
+def pod_requests(task: TaskInfo) -> PodRequests:
+    r = task.resreq
+    return PodRequests(round(r.cpu), round(r.memory), round(r.scalars.get(GPU, 0)))
+
+
+# =============================================================================================
+# the plugin
+
+
+class NodeOrderPlugin:
+    name = NAME
+
+    def __init__(self, arguments: dict[str, Any]) -> None:
+        self.arguments = arguments
+        self.weights = weights_from(arguments)
+        self.ssn: Session | None = None
+        self.mirror: NodeMirror | None = None
+        self._alloc: tuple[IntArray, IntArray, IntArray] | None = None
+        self._ns_labels: dict[str, Any] = {}
+        self._affinity_scores: OrderedDict[str, IntArray | None] = OrderedDict()
+        self._taint_counts: OrderedDict[tuple[Toleration, ...], IntArray | None] = OrderedDict()
+        self._image_scores: OrderedDict[tuple[str, ...], IntArray] = OrderedDict()
+        self._image_cols: dict[str, tuple[IntArray, BoolArray]] = {}
+        self._image_nodes: Counter[str] = Counter()
+        self._any_prefer_taints = False
+        self._cpu_mem_positive = False
+
+    def on_session_open(self, ssn: Session) -> None:
+        self.ssn = ssn
+        mirror = node_mirror(ssn)
+        self.mirror = mirror
+        table = ssn.table
+        gpu_col = table.col.get(GPU)
+
+        def column(c: int | None) -> IntArray:
+            if c is None:
+                return np.zeros(len(table.nodes), dtype=np.int64)
+            col: IntArray = np.rint(table.allocatable[:, c]).astype(np.int64)
+            return col
+
+        self._alloc = (column(0), column(1), column(gpu_col))
+        self._cpu_mem_positive = bool((self._alloc[0] > 0).all() and (self._alloc[1] > 0).all())
+        self._ns_labels = namespace_labels(ssn)
+        self._any_prefer_taints = any(t.effect == PREFER_NO_SCHEDULE for ts in mirror.taint_sets for t in ts)
+        for nd in ssn.node_list:
+            self._image_nodes.update(nd.facts.images.keys())
+        if self.weights.any_batch:
+            ssn.register(cb.BATCH_NODE_ORDER, NAME, self.batch_node_order, self.batch_scores)
+        if self.weights.image_locality != 0:
+            ssn.register(cb.NODE_ORDER, NAME, self.node_order, self.image_batch)
+
+    def on_session_close(self, ssn: Session) -> None:
+        self._affinity_scores.clear()
+        self._taint_counts.clear()
+        self._image_scores.clear()
+
+    def _mirror(self) -> NodeMirror:
+        assert self.mirror is not None, "nodeorder: session not open"
+        return self.mirror
+
+    # ----------------------------------------------------------------- BatchNodeOrderFn
+    def batch_node_order(self, task: TaskInfo, nodes: list[NodeInfo]) -> dict[str, float]:
+        """Volcano's BatchNodeOrderFn signature: node name -> score over the given nodes."""
+        rows = np.fromiter((nd.index for nd in nodes), dtype=np.int64, count=len(nodes))
+        scores = self.batch_scores(task, rows)
+        return {nd.name: float(s) for nd, s in zip(nodes, scores, strict=True)}
+
+    def batch_scores(self, task: TaskInfo, rows: IntArray) -> FloatArray:
+        """Weighted sum of the batch scorers over `rows`, each normalised over exactly these rows."""
+        w = self.weights
+        total = np.zeros(len(rows), dtype=np.int64)
+        if len(rows) == 0:
+            return total.astype(np.float64)
+        req = pod_requests(task)
+        if w.least_requested:
+            total += self.resource_scores(req, rows, most=False) * w.least_requested
+        if w.most_requested:
+            total += self.resource_scores(req, rows, most=True) * w.most_requested
+        if w.balanced_resource and not req.best_effort:
+            total += self.balanced_scores(req, rows) * w.balanced_resource
+        if w.node_affinity:
+            raw = self.node_affinity_raw(task.pod)
+            if raw is not None:
+                total += default_normalize(raw[rows], reverse=False) * w.node_affinity
+        if w.taint_toleration:
+            total += self.taint_scores(task.pod, rows) * w.taint_toleration
+        if w.pod_affinity:
+            topo = self.interpod_topology(task)
+            if topo:
+                total += interpod_normalize(self.interpod_raw(topo, rows)) * w.pod_affinity
+        if w.pod_topology_spread:
+            spread = self.spread_scores(task, rows)
+            if spread is not None:
+                total += spread * w.pod_topology_spread
+        return total.astype(np.float64)
+
+    def spread_scores(self, task: TaskInfo, rows: IntArray) -> IntArray | None:
+        """PodTopologySpread PreScore + Score + NormalizeScore over `rows` (None when it would Skip)."""
+        raw = raw_spread_constraints(task.pod)
+        if not raw:
+            return None
+        try:
+            soft = spread_constraints(raw, task.pod.labels, SCHEDULE_ANYWAY)
+        except SelectorError:
+            return None
+        if not soft:
+            return None
+        m = self._mirror()
+        table = m.labels
+        has_all = np.ones(m.n, dtype=np.bool_)
+        for c in soft:
+            has_all &= table.has(c.topology_key)
+        ignored = ~has_all[rows]
+        kept = rows[~ignored]
+        weights = spread_weights(soft, table, kept)
+        aff = required_node_affinity(task.pod.node_selector, task.pod.affinity)
+        affinity_ok = table.required_node_affinity(aff)
+        honor_taints = any(c.honor_node_taints for c in soft)
+        untolerated = m.untolerated_rows(task.pod.tolerations) if honor_taints else None
+        row_counts = [m.spread_row_counts(task.namespace, c) for c in soft]
+        pair_totals: dict[str, IntArray] = {}
+        for c, counts in zip(soft, row_counts, strict=True):
+            if c.topology_key == HOSTNAME_LABEL:
+                continue  # per-node counts, taken in Score
+            codes, vocab = table.column(c.topology_key)
+            included = m.spread_included(soft, c, affinity_ok, untolerated)
+            total = pair_totals.setdefault(c.topology_key, np.zeros(len(vocab) + 1, dtype=np.int64))
+            total += np.bincount(codes[included], weights=counts[included], minlength=len(total)).astype(
+                np.int64
+            )
+        score = np.zeros(len(kept))
+        for c, counts, w in zip(soft, row_counts, weights, strict=True):
+            if c.topology_key == HOSTNAME_LABEL:
+                cnt = counts[kept]
+            else:
+                cnt = pair_totals[c.topology_key][table.column(c.topology_key)[0][kept]]
+            score = score + (cnt.astype(np.float64) * w + float(c.max_skew - 1))
+        out = np.zeros(len(rows), dtype=np.int64)
+        out[~ignored] = spread_normalize(go_round(score))
+        return out
+
+    def resource_scores(self, req: PodRequests, rows: IntArray, *, most: bool) -> IntArray:
+        m = self._mirror()
+        assert self._alloc is not None
+        alloc_cpu, alloc_mem, _ = self._alloc
+        requested = [m.nz_cpu[rows] + req.nz_cpu, m.nz_memory[rows] + req.nz_memory]
+        allocatable = [alloc_cpu[rows], alloc_mem[rows]]
+        if self._cpu_mem_positive:
+            # Every node has cpu and memory: no resource is skipped (same results, fewer passes).
+            per = [
+                np.minimum(r, a) * 100 // a if most else np.maximum((a - r) * 100 // a, 0)
+                for r, a in zip(requested, allocatable, strict=True)
+            ]
+            weights = MOST_ALLOCATED_WEIGHTS if most else LEAST_ALLOCATED_WEIGHTS
+            out: IntArray = (per[0] * weights[0] + per[1] * weights[1]) // (weights[0] + weights[1])
+            return out
+        if most:
+            return weighted_resource_score(
+                requested, allocatable, MOST_ALLOCATED_WEIGHTS, most_requested_score
+            )
+        return weighted_resource_score(requested, allocatable, LEAST_ALLOCATED_WEIGHTS, least_requested_score)
+
+    def balanced_scores(self, req: PodRequests, rows: IntArray) -> IntArray:
+        m = self._mirror()
+        assert self._alloc is not None
+        alloc_cpu, alloc_mem, alloc_gpu = self._alloc
+        requested = [m.req_cpu[rows] + req.cpu, m.req_memory[rows] + req.memory]
+        allocatable = [alloc_cpu[rows], alloc_mem[rows]]
+        if req.gpu != 0:
+            requested.append(m.req_gpu[rows] + req.gpu)
+            allocatable.append(alloc_gpu[rows])
+        elif self._cpu_mem_positive:
+            f0 = np.minimum(requested[0] / allocatable[0], 1.0)
+            f1 = np.minimum(requested[1] / allocatable[1], 1.0)
+            out: IntArray = ((1 - np.abs((f0 - f1) / 2)) * float(MAX_NODE_SCORE)).astype(np.int64)
+            return out
+        return balanced_score(requested, allocatable)
+
+    def node_affinity_raw(self, pod: PodFacts) -> IntArray | None:
+        """Sum of matching preferred node affinity weights for every node (None: no terms)."""
+        na = pod.affinity.get("nodeAffinity")
+        raw = na.get("preferredDuringSchedulingIgnoredDuringExecution") if isinstance(na, dict) else None
+        if not raw:
+            return None
+        key = json.dumps(raw, sort_keys=True, default=str)
+        if key in self._affinity_scores:
+            self._affinity_scores.move_to_end(key)
+            return self._affinity_scores[key]
+        terms = preferred_node_terms(pod.affinity)
+        scores = self._mirror().labels.preferred_node_scores(terms) if terms else None
+        self._affinity_scores[key] = scores
+        if len(self._affinity_scores) > SIGNATURE_CACHE_SIZE:
+            self._affinity_scores.popitem(last=False)
+        return scores
+
+    def taint_scores(self, pod: PodFacts, rows: IntArray) -> IntArray:
+        if not self._any_prefer_taints:
+            return np.full(len(rows), MAX_NODE_SCORE, dtype=np.int64)
+        tolerations = prefer_no_schedule_tolerations(pod.tolerations)
+        counts = self._taint_counts.get(tolerations)
+        if counts is None:
+            m = self._mirror()
+            per_set = np.fromiter(
+                (count_intolerable_prefer_no_schedule(ts, tolerations) for ts in m.taint_sets),
+                dtype=np.int64,
+                count=len(m.taint_sets),
+            )
+            counts = per_set[m.taint_gid]
+            self._taint_counts[tolerations] = counts
+            if len(self._taint_counts) > SIGNATURE_CACHE_SIZE:
+                self._taint_counts.popitem(last=False)
+        else:
+            self._taint_counts.move_to_end(tolerations)
+        return default_normalize(counts[rows], reverse=True)
+
+    def interpod_topology(self, task: TaskInfo) -> TopologyScore | None:
+        """InterPodAffinity.PreScore: score per topology pair (None when it would Skip)."""
+        m = self._mirror()
+        pa = m.pod_affinity(task.namespace, task.pod)
+        if pa.error:
+            return None
+        has_constraints = bool(pa.preferred_affinity or pa.preferred_anti)
+        existing = m.pref_all if has_constraints else m.pref_open
+        if not has_constraints and not existing:
+            return None
+        topo: TopologyScore = {}
+
+        def add(key: str, value: str, delta: int) -> None:
+            per = topo.setdefault(key, {})
+            per[value] = per.get(value, 0) + delta
+
+        if has_constraints:
+            merged = merge_pod_affinity(pa, self._ns_labels)
+            for weighted, sign in ((merged.preferred_affinity, 1), (merged.preferred_anti, -1)):
+                for wt in weighted:
+                    for (key, value), c in m.watch((wt.term,)).items():
+                        add(key, value, wt.weight * sign * c)
+        ns_labels = self._ns_labels.get(task.namespace)
+        for (term, signed_weight), counts in existing.items():
+            if term.matches(task.namespace, task.pod.labels, ns_labels):
+                for (key, value), c in counts.items():
+                    add(key, value, signed_weight * c)
+        return topo or None
+
+    def interpod_raw(self, topo: TopologyScore, rows: IntArray) -> IntArray:
+        labels = self._mirror().labels
+        out = np.zeros(len(rows), dtype=np.int64)
+        for key, per_value in topo.items():
+            out += labels.pair_counts(key, per_value)[rows]
+        return out
+
+    # ----------------------------------------------------------------- NodeOrderFn (ImageLocality)
+    def node_order(self, task: TaskInfo, node: NodeInfo) -> float:
+        """ImageLocality.Score on one node, times its weight."""
+        total_nodes = len(self._mirror().node_names)
+        images = [normalized_image_name(i) for i in task.pod.images]
+        sizes = node.facts.images
+        s = sum(scaled_image_score(sizes[i], self._image_nodes[i], total_nodes) for i in images if i in sizes)
+        score = int(image_priority(np.asarray([s], dtype=np.int64), len(images))[0])
+        return float(score * self.weights.image_locality)
+
+    def image_batch(self, task: TaskInfo, rows: IntArray) -> FloatArray:
+        images = tuple(normalized_image_name(i) for i in task.pod.images)
+        scores = self._image_scores.get(images)
+        if scores is None:
+            scores = self._image_all_nodes(images)
+            self._image_scores[images] = scores
+            if len(self._image_scores) > SIGNATURE_CACHE_SIZE:
+                self._image_scores.popitem(last=False)
+        else:
+            self._image_scores.move_to_end(images)
+        out: FloatArray = (scores[rows] * self.weights.image_locality).astype(np.float64)
+        return out
+
+    def _image_all_nodes(self, images: tuple[str, ...]) -> IntArray:
+        m = self._mirror()
+        total = np.zeros(m.n, dtype=np.int64)
+        for name in images:
+            scaled, present = self._image_column(name)
+            total += np.where(present, scaled, 0)
+        return image_priority(total, len(images))
+
+    def _image_column(self, name: str) -> tuple[IntArray, BoolArray]:
+        col = self._image_cols.get(name)
+        if col is None:
+            assert self.ssn is not None
+            nodes = self.ssn.node_list
+            n = len(nodes)
+            present = np.fromiter((name in nd.facts.images for nd in nodes), dtype=np.bool_, count=n)
+            sizes = np.fromiter((nd.facts.images.get(name, 0) for nd in nodes), dtype=np.int64, count=n)
+            spread = float(self._image_nodes[name]) / float(n)
+            scaled: IntArray = (sizes.astype(np.float64) * spread).astype(np.int64)
+            col = (scaled, present)
+            self._image_cols[name] = col
+        return col
+
+
+def new(arguments: dict[str, Any]) -> NodeOrderPlugin:
+    return NodeOrderPlugin(arguments)
