@@ -55,6 +55,7 @@ from typing import Any, NoReturn, TypeVar
 
 import yaml
 
+from daemon.scheduler.framework.conf import GO_PARSE_BOOL
 from daemon.scheduler.model.job import Condition, JobInfo
 from daemon.scheduler.model.node import NodeFacts, NodeInfo
 from daemon.scheduler.model.quantity import QuantityError, parse_quantity
@@ -119,20 +120,7 @@ QUEUE_STATES = ("Open", "Closed", "Closing", "Unknown")
 PODGROUP_PHASES = ("Pending", "Running", "Unknown", "Inqueue", "Completed")
 INT32_MIN, INT32_MAX = -(1 << 31), (1 << 31) - 1
 _INT_RE = re.compile(r"[+-]?[0-9]+", re.ASCII)
-_GO_BOOLS = {
-    "1": True,
-    "t": True,
-    "T": True,
-    "TRUE": True,
-    "true": True,
-    "True": True,
-    "0": False,
-    "f": False,
-    "F": False,
-    "FALSE": False,
-    "false": False,
-    "False": False,
-}
+_GO_BOOLS = GO_PARSE_BOOL  # strconv.ParseBool
 _MANIFEST_SUFFIXES = (".yaml", ".yml", ".json")
 _NANO = 10**9
 

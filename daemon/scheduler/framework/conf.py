@@ -236,7 +236,7 @@ def parse_conf(
 # These follow framework/arguments.go: a value of the wrong type keeps the default (Volcano logs a
 # warning); GetBool also takes strconv.ParseBool strings; GetInt takes only integers; GetFloat64
 # takes floats and integers.
-_PARSE_BOOL = {
+GO_PARSE_BOOL = {
     "1": True,
     "t": True,
     "T": True,
@@ -256,8 +256,8 @@ def arg_bool(args: dict[str, Any], key: str, default: bool) -> bool:
     v = args.get(key)
     if isinstance(v, bool):
         return v
-    if isinstance(v, str) and v in _PARSE_BOOL:
-        return _PARSE_BOOL[v]
+    if isinstance(v, str) and v in GO_PARSE_BOOL:
+        return GO_PARSE_BOOL[v]
     return default
 
 
