@@ -209,12 +209,11 @@ class Combinators:
 
     def predicate_batch(
         self, task: TaskInfo, rows: IntArray
-    ) -> tuple[BoolArray, list[tuple[str, BoolArray]], BoolArray, BoolArray]:
+    ) -> tuple[BoolArray, list[tuple[str, BoolArray]], BoolArray]:
         """Vectorised PredicateFn over node rows, preserving first-error-wins across plugins.
 
-        Returns (ok, reasons, unresolvable, hard) for the rows: `reasons` pairs a reason text with
-        the mask of rows whose first failing plugin gave it; `hard` marks rows whose error makes
-        PredicateForAllocateAction fail (an Unschedulable/Unresolvable/Error status).
+        Returns (ok, reasons, unresolvable) for the rows: `reasons` pairs a reason text with the
+        mask of rows whose first failing plugin gave it.
         """
         n = len(rows)
         ok = np.ones(n, dtype=np.bool_)
@@ -254,7 +253,7 @@ class Combinators:
                         m = np.zeros(n, dtype=np.bool_)
                         m[k] = True
                         reasons.append((str(err), m))
-        return ok, reasons, unresolvable, ~ok
+        return ok, reasons, unresolvable
 
     def node_list_ref(self) -> list[NodeInfo]:
         raise NotImplementedError

@@ -105,7 +105,7 @@ def predicate_nodes(
     unresolvable = np.zeros(n, dtype=np.bool_)
     if live.size and ssn.has("predicate"):
         live_rows = live if base is None else base[live]
-        p_ok, p_reasons, p_unres, _ = ssn.predicate_batch(task, live_rows)
+        p_ok, p_reasons, p_unres = ssn.predicate_batch(task, live_rows)
         if not p_ok.all():
             ok[live[~p_ok]] = False
             for text, mask in p_reasons:
@@ -181,7 +181,7 @@ def _fill_fit_errors(
             evaluated |= mask
         skipped = np.flatnonzero(failed & ~res_fail & cached[order] & ~evaluated)
         if skipped.size:
-            p_ok, p_reasons, p_unres, _ = ssn.predicate_batch(task, order[skipped])
+            p_ok, p_reasons, p_unres = ssn.predicate_batch(task, order[skipped])
             for text, mask in p_reasons:
                 counts[text] += int(np.count_nonzero(mask))
             unresolvable[skipped[p_unres]] = True

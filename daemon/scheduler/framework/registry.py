@@ -8,7 +8,17 @@ from typing import Any
 from daemon.scheduler.actions import allocate, backfill, enqueue
 from daemon.scheduler.framework.action import Action
 from daemon.scheduler.framework.plugin import Plugin
-from daemon.scheduler.plugins import binpack, conformance, drf, gang, overcommit, priority, proportion
+from daemon.scheduler.plugins import (
+    binpack,
+    conformance,
+    drf,
+    gang,
+    nodeorder,
+    overcommit,
+    predicates,
+    priority,
+    proportion,
+)
 
 ActionFactory = Callable[[], Action]
 PluginFactory = Callable[[dict[str, Any]], Plugin]
@@ -26,29 +36,11 @@ PLUGINS: dict[str, PluginFactory] = {
     overcommit.NAME: overcommit.new,
     drf.NAME: drf.new,
     proportion.NAME: proportion.new,
+    predicates.NAME: predicates.new,
+    nodeorder.NAME: nodeorder.new,
     binpack.NAME: binpack.new,
 }
 
 # Volcano actions and plugins that exist upstream but are not (yet) implemented here: a
 # configuration naming them is accepted with a warning (plugins) or refused clearly (actions).
 KNOWN_UNIMPLEMENTED_ACTIONS = frozenset({"preempt", "reclaim", "shuffle", "gangpreempt", "gangreclaim"})
-
-
-def _optional_plugins() -> dict[str, PluginFactory]:
-    found: dict[str, PluginFactory] = {}
-    try:
-        from daemon.scheduler.plugins import predicates
-
-        found[predicates.NAME] = predicates.new
-    except ImportError:  # pragma: no cover - during development only
-        pass
-    try:
-        from daemon.scheduler.plugins import nodeorder
-
-        found[nodeorder.NAME] = nodeorder.new
-    except ImportError:  # pragma: no cover
-        pass
-    return found
-
-
-PLUGINS.update(_optional_plugins())

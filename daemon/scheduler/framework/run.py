@@ -15,6 +15,7 @@ from opentelemetry import trace
 from daemon.scheduler.framework import registry
 from daemon.scheduler.framework.close import update_job_statuses, update_queue_allocated
 from daemon.scheduler.framework.conf import SchedulerConf
+from daemon.scheduler.framework.explain import pending_reasons
 from daemon.scheduler.framework.session import Eviction, Session
 from daemon.scheduler.model.job import Condition
 from daemon.scheduler.model.snapshot import ClusterSnapshot
@@ -141,8 +142,6 @@ def _diff_stats(
 
 
 def _result(ssn: Session, changed: list[str], explain: bool) -> SessionResult:
-    from daemon.scheduler.framework.explain import pending_reasons
-
     pipelined: dict[str, str] = {}
     podgroups: dict[str, PodGroupOutcome] = {}
     for uid in sorted(ssn.jobs):

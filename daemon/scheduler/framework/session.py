@@ -13,10 +13,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+
 from daemon.scheduler.framework.combinators import Combinators
 from daemon.scheduler.framework.conf import PluginOption, SchedulerConf, Tier
-from daemon.scheduler.framework.nodetable import NodeTable
-from daemon.scheduler.model.job import PHASE_PENDING, JobInfo
+from daemon.scheduler.framework.nodetable import IntArray, NodeTable
+from daemon.scheduler.model.job import PHASE_INQUEUE, PHASE_PENDING, JobInfo
 from daemon.scheduler.model.node import NodeInfo
 from daemon.scheduler.model.queue import NamespaceInfo, PriorityClassInfo, QueueInfo
 from daemon.scheduler.model.resources import Resource
@@ -206,8 +208,6 @@ class Session(Combinators):
     # ----------------------------------------------------------------- helpers for actions
     def promote_pending(self, job: JobInfo) -> None:
         if job.status.phase in ("", PHASE_PENDING):
-            from daemon.scheduler.model.job import PHASE_INQUEUE
-
             job.status.phase = PHASE_INQUEUE
 
     def plugin_option(self, name: str) -> PluginOption | None:
@@ -224,7 +224,5 @@ class Session(Combinators):
     def node_list_ref(self) -> list[NodeInfo]:
         return self.node_list
 
-    def table_rows(self, nodes: list[NodeInfo]) -> Any:
-        import numpy as np
-
+    def table_rows(self, nodes: list[NodeInfo]) -> IntArray:
         return np.asarray([n.index for n in nodes], dtype=np.int64)

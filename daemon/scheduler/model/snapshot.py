@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from daemon.scheduler.model.job import JobInfo
 from daemon.scheduler.model.node import NodeInfo
@@ -45,6 +45,4 @@ class ClusterSnapshot:
 
 
 def _clone_queue(q: QueueInfo) -> QueueInfo:
-    from dataclasses import replace
-
     return replace(q, allocated=q.allocated.clone())

@@ -145,7 +145,7 @@ def reasons(ssn: Session, task: TaskInfo, node: str) -> list[str]:
 
 
 def _batch_reasons(ssn: Session, task: TaskInfo, rows: np.ndarray) -> list[list[str]]:
-    ok, found, _, _ = ssn.predicate_batch(task, rows)
+    ok, found, _ = ssn.predicate_batch(task, rows)
     out: list[list[str]] = [[] for _ in rows]
     for text, mask in found:
         for i in np.flatnonzero(mask):
@@ -157,7 +157,7 @@ def _batch_reasons(ssn: Session, task: TaskInfo, rows: np.ndarray) -> list[list[
 def fits(ssn: Session, task: TaskInfo) -> list[str]:
     """Names of the nodes the task fits (batch path, all nodes)."""
     rows = np.arange(len(ssn.node_list), dtype=np.int64)
-    ok, _, _, _ = ssn.predicate_batch(task, rows)
+    ok, _, _ = ssn.predicate_batch(task, rows)
     return [ssn.node_list[int(i)].name for i in np.flatnonzero(ok)]
 
 
@@ -907,7 +907,7 @@ def _check_all(ssn: Session, plugin: pr.PredicatesPlugin, pending: list[TaskInfo
         ssn.pre_predicate_fn(t)
         _check_prefilter_state(ssn, plugin, t)
         _check_spread_state(ssn, plugin, t)
-        ok, found, unres, _ = ssn.predicate_batch(t, rows)
+        ok, found, unres = ssn.predicate_batch(t, rows)
         per_row: dict[int, list[str]] = defaultdict(list)
         for text, mask in found:
             for j in np.flatnonzero(mask):
@@ -922,7 +922,7 @@ def _check_all(ssn: Session, plugin: pr.PredicatesPlugin, pending: list[TaskInfo
             checked += 1
         # Any sub-list of rows, in any order, gives the same per-row answers.
         sub = np.asarray(random.Random(seed).sample(range(len(rows)), len(rows) // 2), dtype=np.int64)
-        sub_ok, _, _, _ = ssn.predicate_batch(t, sub)
+        sub_ok, _, _ = ssn.predicate_batch(t, sub)
         assert list(sub_ok) == [bool(ok[i]) for i in sub]
     return checked
 
