@@ -1,0 +1,141 @@
+"""Observed facts: cluster objects upserted or deleted, resync markers and virtual time.
+
+An upsert carries the object's manifest (a Kubernetes/Volcano object as a JSON-like map,
+the same shape `daemon.manifests` reads), trimmed to what the scheduler needs; a delete
+names the object.  `at_ms` is the event time on the source's clock (virtual time for the
+simulator), in integer milliseconds; the projection's `now` is the largest `at_ms` seen.
+
+Resync: a source that relists (a watch restarted after 410 Gone, an adapter restart) sends
+`ResyncStarted`, upserts everything it has, then `ResyncCompleted`; objects of the kinds
+named in `kinds` that were not upserted between the two markers are deleted by the projection.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from store.events.base import EventBase
+
+Manifest = dict[str, Any]
+
+
+class NodeUpserted(EventBase, frozen=True, tag="node.upserted"):
+    name: str
+    manifest: Manifest
+    at_ms: int = 0
+
+
+class NodeDeleted(EventBase, frozen=True, tag="node.deleted"):
+    name: str
+    at_ms: int = 0
+
+
+class PodUpserted(EventBase, frozen=True, tag="pod.upserted"):
+    namespace: str
+    name: str
+    manifest: Manifest
+    at_ms: int = 0
+
+
+class PodDeleted(EventBase, frozen=True, tag="pod.deleted"):
+    namespace: str
+    name: str
+    at_ms: int = 0
+
+
+class PodGroupUpserted(EventBase, frozen=True, tag="podgroup.upserted"):
+    namespace: str
+    name: str
+    manifest: Manifest
+    at_ms: int = 0
+
+
+class PodGroupDeleted(EventBase, frozen=True, tag="podgroup.deleted"):
+    namespace: str
+    name: str
+    at_ms: int = 0
+
+
+class QueueUpserted(EventBase, frozen=True, tag="queue.upserted"):
+    name: str
+    manifest: Manifest
+    at_ms: int = 0
+
+
+class QueueDeleted(EventBase, frozen=True, tag="queue.deleted"):
+    name: str
+    at_ms: int = 0
+
+
+class PriorityClassUpserted(EventBase, frozen=True, tag="priorityclass.upserted"):
+    name: str
+    manifest: Manifest
+    at_ms: int = 0
+
+
+class PriorityClassDeleted(EventBase, frozen=True, tag="priorityclass.deleted"):
+    name: str
+    at_ms: int = 0
+
+
+class ResourceQuotaUpserted(EventBase, frozen=True, tag="resourcequota.upserted"):
+    namespace: str
+    name: str
+    manifest: Manifest
+    at_ms: int = 0
+
+
+class ResourceQuotaDeleted(EventBase, frozen=True, tag="resourcequota.deleted"):
+    namespace: str
+    name: str
+    at_ms: int = 0
+
+
+class NamespaceUpserted(EventBase, frozen=True, tag="namespace.upserted"):
+    name: str
+    manifest: Manifest
+    at_ms: int = 0
+
+
+class NamespaceDeleted(EventBase, frozen=True, tag="namespace.deleted"):
+    name: str
+    at_ms: int = 0
+
+
+class ResyncStarted(EventBase, frozen=True, tag="resync.started"):
+    source: str
+    kinds: tuple[str, ...] = ()
+    at_ms: int = 0
+
+
+class ResyncCompleted(EventBase, frozen=True, tag="resync.completed"):
+    source: str
+    kinds: tuple[str, ...] = ()
+    at_ms: int = 0
+
+
+class ClockAdvanced(EventBase, frozen=True, tag="clock.advanced"):
+    """The source's clock moved (the simulator's virtual time jumped) with no other fact."""
+
+    at_ms: int
+
+
+ObservedEvent = (
+    NodeUpserted
+    | NodeDeleted
+    | PodUpserted
+    | PodDeleted
+    | PodGroupUpserted
+    | PodGroupDeleted
+    | QueueUpserted
+    | QueueDeleted
+    | PriorityClassUpserted
+    | PriorityClassDeleted
+    | ResourceQuotaUpserted
+    | ResourceQuotaDeleted
+    | NamespaceUpserted
+    | NamespaceDeleted
+    | ResyncStarted
+    | ResyncCompleted
+    | ClockAdvanced
+)

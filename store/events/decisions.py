@@ -1,0 +1,163 @@
+"""Decisions: what a scheduling cycle decided, written in one transaction per cycle.
+
+A cycle is `CycleOpened`, then its binds / evictions / pipelines / PodGroup status changes /
+job explanations, then `CycleClosed`.  `CycleOpened.watermark` is the last log sequence the
+cycle's snapshot includes; with the configuration (by hash; the text is in the latest
+`ConfigurationRecorded` of that hash) it is everything replay needs.  Pods are named by
+namespace, name and uid; jobs as "<namespace>/<podgroup>".  `trace_id` is the cycle's
+OpenTelemetry trace id as 32 hex digits ("" when tracing is off).
+"""
+
+from __future__ import annotations
+
+import msgspec
+
+from store.events.base import EventBase
+
+
+class ConfigurationRecorded(EventBase, frozen=True, tag="config.recorded"):
+    """The scheduler configuration text in force from now on (sha256 hex of the text)."""
+
+    conf_hash: str
+    text: str
+    source: str = ""
+
+
+class ConfigurationRejected(EventBase, frozen=True, tag="config.rejected"):
+    """A changed configuration file failed to load; the last good one stays in force."""
+
+    source: str
+    error: str
+    conf_hash: str = ""
+
+
+class CycleOpened(EventBase, frozen=True, tag="cycle.opened"):
+    cycle: int
+    watermark: int
+    now_ms: int
+    conf_hash: str
+    seed: int = 0
+    trace_id: str = ""
+
+
+class BindDecided(EventBase, frozen=True, tag="decision.bind"):
+    cycle: int
+    namespace: str
+    name: str
+    uid: str
+    node: str
+    job: str
+    queue: str
+    trace_id: str = ""
+
+
+class EvictDecided(EventBase, frozen=True, tag="decision.evict"):
+    """An eviction with its cause: the action, and in `reason` the preemptor/queue and plugin."""
+
+    cycle: int
+    namespace: str
+    name: str
+    uid: str
+    node: str
+    job: str
+    queue: str
+    action: str
+    reason: str
+    trace_id: str = ""
+
+
+class PipelineDecided(EventBase, frozen=True, tag="decision.pipeline"):
+    """A task pipelined onto a node's future-idle resources (no bind is sent)."""
+
+    cycle: int
+    namespace: str
+    name: str
+    uid: str
+    node: str
+    job: str
+    queue: str
+    trace_id: str = ""
+
+
+class PodGroupConditionRecord(msgspec.Struct, frozen=True, kw_only=True):
+    type_: str = ""
+    status: str = ""
+    reason: str = ""
+    message: str = ""
+    transition_id: str = ""
+
+
+class PodGroupStatusChanged(EventBase, frozen=True, tag="decision.podgroup_status"):
+    cycle: int
+    namespace: str
+    name: str
+    phase: str
+    running: int = 0
+    succeeded: int = 0
+    failed: int = 0
+    conditions: tuple[PodGroupConditionRecord, ...] = ()
+    trace_id: str = ""
+
+
+class PendingReason(msgspec.Struct, frozen=True, kw_only=True):
+    """One machine-readable reason a job waits, ranked by `rank` (0 = most important).
+
+    `code`: enqueue-rejected, queue-overused, queue-capability, gang-unsatisfied,
+    predicates-failed, queue-closed, job-invalid, ...  `plugin` names the plugin that said
+    no, `resource` the resource at fault and `shortfall` by how much (a quantity string);
+    `nodes` counts nodes per predicate failure reason ({"Insufficient nvidia.com/gpu": 900}).
+    """
+
+    code: str
+    message: str
+    rank: int = 0
+    plugin: str = ""
+    resource: str = ""
+    shortfall: str = ""
+    placeable: int = 0
+    min_member: int = 0
+    total_nodes: int = 0
+    nodes: dict[str, int] = msgspec.field(default_factory=dict)
+
+
+class JobExplained(EventBase, frozen=True, tag="decision.job_explained"):
+    """Why a job did not get (all of) its pods this cycle; written when the explanation changes."""
+
+    cycle: int
+    namespace: str
+    name: str
+    queue: str
+    message: str
+    reasons: tuple[PendingReason, ...] = ()
+    queue_position: int = 0
+    pods: dict[str, str] = msgspec.field(default_factory=dict)
+    trace_id: str = ""
+
+
+class CycleClosed(EventBase, frozen=True, tag="cycle.closed"):
+    """Counts and timings (seconds, measured, not part of the decision) of a finished cycle."""
+
+    cycle: int
+    binds: int = 0
+    evictions: int = 0
+    pipelined: int = 0
+    jobs: int = 0
+    tasks: int = 0
+    pending_tasks: int = 0
+    duration_s: float = 0.0
+    action_seconds: dict[str, float] = msgspec.field(default_factory=dict)
+    plugin_seconds: dict[str, float] = msgspec.field(default_factory=dict)
+    trace_id: str = ""
+
+
+DecisionEvent = (
+    ConfigurationRecorded
+    | ConfigurationRejected
+    | CycleOpened
+    | BindDecided
+    | EvictDecided
+    | PipelineDecided
+    | PodGroupStatusChanged
+    | JobExplained
+    | CycleClosed
+)
