@@ -80,7 +80,14 @@ from daemon.scheduler.model.task import (
     status_from_pod,
 )
 
-__all__ = ["SUPPORTED_KINDS", "ManifestError", "build_snapshot", "load_objects", "load_snapshot"]
+__all__ = [
+    "SUPPORTED_KINDS",
+    "ManifestError",
+    "build_snapshot",
+    "expand_job",
+    "load_objects",
+    "load_snapshot",
+]
 
 Obj = dict[str, Any]
 T = TypeVar("T")
@@ -1279,3 +1286,96 @@ def build_snapshot(
     for file, index, obj in objects:
         b.classify(file, index, obj)
     return b.build()
+
+
+def expand_job(
+    file: str,
+    index: int,
+    job: Mapping[str, Any],
+    *,
+    priority_classes: Iterable[tuple[str, int, Mapping[str, Any]]] = (),
+    scheduler_names: Sequence[str] = ("volcano",),
+    default_queue: str = DEFAULT_QUEUE,
+) -> list[Obj]:
+    """One batch.volcano.sh Job as the manifests its controllers create: [PodGroup, pods...].
+
+    The same expansion as build_snapshot's (names, defaulting, labels, annotations,
+    minMember/minTaskMember/minResources); the pods get their task's template spec with
+    schedulerName and priorityClassName filled in and a controller ownerReference to the Job.
+    `priority_classes` (PriorityClass objects) order tasks for minResources, as in the cluster.
+    """
+    b = _Builder(scheduler_names, default_queue)
+    for pc_file, pc_index, pc in priority_classes:
+        b.classify(pc_file, pc_index, pc)
+    for e in b.entries:
+        if e.kind == "PriorityClass":
+            b._priority_class(e)
+    b.entries.clear()
+    b._classify_one(_Doc(file, index), dict(job))
+    e = b.entries[-1]
+    if e.kind != "Job":
+        e.doc.fail("kind", f"expected a batch.volcano.sh Job, got {_show(e.kind)}")
+    groups: dict[str, _Group] = {}
+    pods: list[_Pod] = []
+    b._expand_job(e, groups, pods)
+    meta = e.obj.get("metadata") or {}
+    templates: dict[str, Obj] = {}
+    for i, t in enumerate(e.obj["spec"]["tasks"]):
+        templates[t.get("name") or f"default{i}"] = (t.get("template") or {}).get("spec") or {}
+    owner = {
+        "apiVersion": "batch.volcano.sh/v1alpha1",
+        "kind": "Job",
+        "name": e.name,
+        "uid": meta.get("uid") or f"{e.namespace}-{e.name}",
+        "controller": True,
+    }
+    created = {"creationTimestamp": meta["creationTimestamp"]} if "creationTimestamp" in meta else {}
+    out: list[Obj] = []
+    for g in groups.values():
+        spec: Obj = {
+            "minMember": g.min_member,
+            "minTaskMember": dict(g.min_task_member),
+            "queue": g.queue,
+        }
+        if g.priority_class_name:
+            spec["priorityClassName"] = g.priority_class_name
+        if g.min_resources is not None:
+            spec["minResources"] = g.min_resources.to_quantities()
+        out.append(
+            {
+                "apiVersion": "scheduling.volcano.sh/v1beta1",
+                "kind": "PodGroup",
+                "metadata": {
+                    "name": g.name,
+                    "namespace": g.namespace,
+                    "labels": dict(g.labels),
+                    "annotations": dict(g.annotations),
+                    **created,
+                    "ownerReferences": [dict(owner)],
+                },
+                "spec": spec,
+            }
+        )
+    for p in pods:
+        pod_spec = json.loads(json.dumps(templates[p.annotations[TASK_SPEC_KEY]], default=str))
+        pod_spec.pop("nodeName", None)
+        pod_spec["schedulerName"] = p.spec.scheduler_name
+        if p.spec.priority_class_name:
+            pod_spec["priorityClassName"] = p.spec.priority_class_name
+        out.append(
+            {
+                "apiVersion": "v1",
+                "kind": "Pod",
+                "metadata": {
+                    "name": p.name,
+                    "namespace": p.namespace,
+                    "uid": p.uid,
+                    "labels": dict(p.labels),
+                    "annotations": dict(p.annotations),
+                    **created,
+                    "ownerReferences": [dict(owner)],
+                },
+                "spec": pod_spec,
+            }
+        )
+    return out
