@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -83,6 +84,20 @@ POINT_FLAGS: dict[str, str | None] = {
 PERMIT = 1
 ABSTAIN = 0
 REJECT = -1
+
+# api.EvictionKind: why UnifiedEvictable is asked (gang-aware preempt or reclaim).
+EVICTION_KIND_GANG_PREEMPT = "GangPreempt"
+EVICTION_KIND_GANG_RECLAIM = "GangReclaim"
+
+
+@dataclass(frozen=True, slots=True)
+class EvictionContext:
+    """api.EvictionContext handed to UnifiedEvictable callbacks: kind, evicting job, domain."""
+
+    kind: str
+    job: JobInfo
+    hyper_node: str = ""
+
 
 Chain = list[list[tuple[str, Any]]]
 _INDEX_RE = re.compile(r"^[+-]?\d+$")
@@ -291,26 +306,41 @@ class Combinators:
         return None
 
     # ----------------------------------------------------------------- victims
+    # The plugins whose votes produced the last victim list (tier order), for eviction reasons.
+    last_victim_deciders: tuple[str, ...] = ()
+
     def _tiered_victims(
-        self, point: str, preemptor: TaskInfo, preemptees: list[TaskInfo]
+        self, point: str, preemptor: Any, preemptees: list[TaskInfo]
     ) -> list[TaskInfo] | None:
+        """Preemptable/Reclaimable/UnifiedEvictable: per-tier intersection (session_plugins.go).
+
+        Also remembers, in `last_victim_deciders`, the plugins that voted for the returned list:
+        those of the deciding tier since the list last restarted (an empty answer or an empty
+        intersection restarts it); empty when no tier decided.
+        """
         victims: list[TaskInfo] | None = None
+        deciders: list[str] = []
         for row in self._chains[point]:
-            for _, fn in row:
+            for name, fn in row:
                 candidates, abstain = fn(preemptor, preemptees)
                 if abstain == 0:
                     continue
                 if not candidates:
                     victims = None
+                    deciders = []
                     break
                 if victims is None:
                     victims = list(candidates)
+                    deciders = [name]
                 else:
                     cand_uids = {c.uid for c in candidates}
                     inter = [v for v in victims if v.uid in cand_uids]
                     victims = inter or None
+                    deciders = [*deciders, name] if inter else []
             if victims is not None:
+                self.last_victim_deciders = tuple(deciders)
                 return victims
+        self.last_victim_deciders = ()
         return victims
 
     def preemptable(self, preemptor: TaskInfo, preemptees: list[TaskInfo]) -> list[TaskInfo]:
@@ -319,8 +349,9 @@ class Combinators:
     def reclaimable(self, reclaimer: TaskInfo, reclaimees: list[TaskInfo]) -> list[TaskInfo]:
         return self._tiered_victims(RECLAIMABLE, reclaimer, reclaimees) or []
 
-    def unified_evictable(self, evictor: TaskInfo, evictees: list[TaskInfo]) -> list[TaskInfo]:
-        return self._tiered_victims(UNIFIED_EVICTABLE, evictor, evictees) or []
+    def unified_evictable(self, ctx: EvictionContext, candidates: list[TaskInfo]) -> list[TaskInfo]:
+        """UnifiedEvictable (gangpreempt/gangreclaim): callbacks take (EvictionContext, candidates)."""
+        return self._tiered_victims(UNIFIED_EVICTABLE, ctx, candidates) or []
 
     def victim_tasks(self, tasks: list[TaskInfo]) -> list[TaskInfo]:
         for row in self._chains[VICTIM_TASKS]:
@@ -384,6 +415,26 @@ class Combinators:
 
     def simulate_allocatable(self, queue: QueueInfo, task: TaskInfo, state: Any) -> bool:
         return all(fn(queue, task, state) for _, fn in self._flat[SIMULATE_ALLOCATABLE])
+
+    # Simulate* (topology-aware preemption dry runs).  `state` is the preemptor's CycleState clone
+    # for one node (see session.CycleState); callbacks keep their simulated figures in it.
+    def simulate_predicate(self, state: Any, task: TaskInfo, node: NodeInfo) -> Exception | None:
+        """SimulatePredicateFn: first error wins (flag enablePredicate)."""
+        for _, fn in self._flat[SIMULATE_PREDICATE]:
+            err = fn(state, task, node)
+            if err is not None:
+                return err  # type: ignore[no-any-return]
+        return None
+
+    def simulate_remove_task(self, state: Any, preemptor: TaskInfo, victim: TaskInfo, node: NodeInfo) -> None:
+        """SimulateRemoveTaskFn on every enabled plugin (enablePreemptable or enabledAllocatable)."""
+        for _, fn in self._flat[SIMULATE_REMOVE_TASK]:
+            fn(state, preemptor, victim, node)
+
+    def simulate_add_task(self, state: Any, preemptor: TaskInfo, task: TaskInfo, node: NodeInfo) -> None:
+        """SimulateAddTaskFn on every enabled plugin (enablePreemptable or enabledAllocatable)."""
+        for _, fn in self._flat[SIMULATE_ADD_TASK]:
+            fn(state, preemptor, task, node)
 
     def callbacks(self, point: str) -> list[tuple[str, Callable[..., Any]]]:
         return list(self._flat.get(point, []))

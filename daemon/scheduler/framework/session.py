@@ -49,6 +49,21 @@ class Eviction:
     reason: str
 
 
+class CycleState(dict[str, Any]):
+    """A task's cycle state (k8s CycleState): per-plugin data written by PrePredicate callbacks.
+
+    `clone()` copies each entry through its own `clone()` when it has one, so a dry run on a
+    clone (topology-aware preemption) never disturbs the original.
+    """
+
+    def clone(self) -> CycleState:
+        out = CycleState()
+        for k, v in self.items():
+            c = getattr(v, "clone", None)
+            out[k] = c() if callable(c) else v
+        return out
+
+
 @dataclass(slots=True)
 class CallbackStats:
     """Per (plugin, extension point) call counts and seconds, for the action span."""
@@ -108,6 +123,8 @@ class Session(Combinators):
         # Why an action passed over a task without trying nodes: task uid -> message.
         self.skip_reasons: dict[str, str] = {}
         self.eviction_cause = ""
+        # Per-task cycle states (ssn.GetCycleState), created on first use.
+        self.cycle_states: dict[str, CycleState] = {}
         # Shared across actions, as Volcano's package-level lastProcessedNodeIndex.
         self.last_processed_node_index = 0
         self.warnings: list[str] = list(conf.warnings)
@@ -148,6 +165,13 @@ class Session(Combinators):
         if job is None:
             raise SessionError(f"failed to find job {task.job} of task {task.key}")
         return job
+
+    def cycle_state(self, task_uid: str) -> CycleState:
+        """The task's cycle state, created empty on first use (GetCycleState)."""
+        state = self.cycle_states.get(task_uid)
+        if state is None:
+            state = self.cycle_states[task_uid] = CycleState()
+        return state
 
     def priority_of_class(self, name: str) -> int | None:
         pc = self.priority_classes.get(name)

@@ -21,6 +21,9 @@ class Operation:
     name: str
     task: TaskInfo
     reason: str = ""
+    # Pipeline: the host and whether an eviction made room (kept for SaveOperations).
+    node: str = ""
+    eviction_occurred: bool = False
 
 
 class Statement:
@@ -61,7 +64,7 @@ class Statement:
         if err is not None:
             self._unpipeline(task)
             raise err
-        self.operations.append(Operation(PIPELINE, task))
+        self.operations.append(Operation(PIPELINE, task, node=node_name, eviction_occurred=eviction_occurred))
 
     def allocate(self, task: TaskInfo, node: NodeInfo) -> None:
         ssn = self.ssn
@@ -133,3 +136,38 @@ class Statement:
         for s in others:
             self.operations.extend(s.operations)
             s.operations = []
+
+    def has_evictions(self) -> bool:
+        return any(op.name == EVICT for op in self.operations)
+
+    def recover_operations(self, plan: list[Operation]) -> None:
+        """RecoverOperations: replay a saved plan (see `save_operations`) onto this statement.
+
+        Saved operations name tasks by uid; the session's own task objects are used.  A failing
+        pipeline or allocation raises (operations replayed before it stay applied, as in Volcano).
+        """
+        ssn = self.ssn
+        for op in plan:
+            job = ssn.jobs.get(op.task.job)
+            task = job.tasks.get(op.task.uid) if job is not None else None
+            if task is None:
+                raise KeyError(f"task {op.task.key} is no longer in the session")
+            if op.name == EVICT:
+                self.evict(task, op.reason)
+            elif op.name == PIPELINE:
+                self.pipeline(task, op.node, op.eviction_occurred)
+            else:
+                node = ssn.nodes.get(op.node)
+                if node is None:
+                    raise KeyError(f"failed to find node {op.node}")
+                self.allocate(task, node)
+
+
+def save_operations(*stmts: Statement) -> list[Operation]:
+    """SaveOperations: a detached copy of the statements' operations (tasks cloned, hosts kept)."""
+    out: list[Operation] = []
+    for st in stmts:
+        for op in st.operations:
+            node = op.node or op.task.node_name
+            out.append(Operation(op.name, op.task.clone(), op.reason, node, op.eviction_occurred))
+    return out

@@ -13,13 +13,18 @@ CRITICAL_CLASSES = frozenset({"system-cluster-critical", "system-node-critical"}
 SYSTEM_NAMESPACE = "kube-system"
 
 
-def evictable(preemptor: TaskInfo, candidates: list[TaskInfo]) -> tuple[list[TaskInfo], int]:
+def evictable(preemptor: TaskInfo | None, candidates: list[TaskInfo]) -> tuple[list[TaskInfo], int]:
     victims = [
         c
         for c in candidates
         if c.pod.priority_class_name not in CRITICAL_CLASSES and c.namespace != SYSTEM_NAMESPACE
     ]
     return victims, cb.PERMIT
+
+
+def unified_evictable(ctx: cb.EvictionContext, candidates: list[TaskInfo]) -> tuple[list[TaskInfo], int]:
+    """The same filter for gangpreempt / gangreclaim (UnifiedEvictable)."""
+    return evictable(None, candidates)
 
 
 class ConformancePlugin:
@@ -31,7 +36,7 @@ class ConformancePlugin:
     def on_session_open(self, ssn: Session) -> None:
         ssn.register(cb.PREEMPTABLE, NAME, evictable)
         ssn.register(cb.RECLAIMABLE, NAME, evictable)
-        ssn.register(cb.UNIFIED_EVICTABLE, NAME, evictable)
+        ssn.register(cb.UNIFIED_EVICTABLE, NAME, unified_evictable)
 
     def on_session_close(self, ssn: Session) -> None:
         return None

@@ -83,7 +83,8 @@ class GangPlugin:
                     out.append(p)
             return out, cb.PERMIT
 
-        def unified(evictor: TaskInfo, candidates: list[TaskInfo]) -> tuple[list[TaskInfo], int]:
+        def unified(ctx: cb.EvictionContext, candidates: list[TaskInfo]) -> tuple[list[TaskInfo], int]:
+            # Gang-aware actions keep minMember through their safe/whole bundles: permit all.
             return list(candidates), cb.PERMIT
 
         def job_order(l: JobInfo, r: JobInfo) -> int:

@@ -45,12 +45,26 @@ class PriorityPlugin:
                     victims.append(p)
             return victims, cb.PERMIT
 
+        def unified_evictable(
+            ctx: cb.EvictionContext, candidates: list[TaskInfo]
+        ) -> tuple[list[TaskInfo], int]:
+            # Gang reclaim is about fairness between queues: priority does not gate it.
+            if ctx.kind == cb.EVICTION_KIND_GANG_RECLAIM:
+                return list(candidates), cb.PERMIT
+            victims = []
+            for c in candidates:
+                cjob = ssn.jobs.get(c.job)
+                if cjob is not None and cjob.priority < ctx.job.priority:
+                    victims.append(c)
+            return victims, cb.PERMIT
+
         def job_starving(job: JobInfo) -> bool:
             return job.ready_task_num() + job.waiting_task_num() < len(job.tasks)
 
         ssn.register(cb.TASK_ORDER, NAME, task_order)
         ssn.register(cb.JOB_ORDER, NAME, job_order)
         ssn.register(cb.PREEMPTABLE, NAME, preemptable)
+        ssn.register(cb.UNIFIED_EVICTABLE, NAME, unified_evictable)
         ssn.register(cb.JOB_STARVING, NAME, job_starving)
 
     def on_session_close(self, ssn: Session) -> None:
