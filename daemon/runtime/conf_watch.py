@@ -1,0 +1,104 @@
+"""The scheduler configuration in force: loaded from a file (or the bundled default), reloaded
+when the file changes; a bad new file is reported and the last good configuration stays.
+
+`poll()` returns the events to record: `ConfigurationRecorded` when the text in force changes
+(and once at start when the log does not hold it yet), `ConfigurationRejected` for a bad file
+(once per distinct bad content).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+
+from daemon.scheduler.framework.conf import ConfError, SchedulerConf, parse_conf
+from daemon.scheduler.framework.registry import ACTIONS, KNOWN_UNIMPLEMENTED_ACTIONS, PLUGINS
+from store.events import ConfigurationRecorded, ConfigurationRejected, Event
+
+log = logging.getLogger("fumarole.conf")
+
+BUNDLED_CONF = "daemon-scheduler.yaml"
+
+
+def conf_hash(text: str) -> str:
+    """The configuration's identity in the log: sha256 hex of its text."""
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def bundled_conf_text() -> str:
+    return (resources.files("daemon") / "examples" / BUNDLED_CONF).read_text()
+
+
+def parse_scheduler_conf(text: str, source: str) -> SchedulerConf:
+    """Parse and check a Volcano configuration; raises ConfError naming the source and key."""
+    conf = parse_conf(
+        text,
+        source=source,
+        known_actions=frozenset(ACTIONS) | KNOWN_UNIMPLEMENTED_ACTIONS,
+        known_plugins=frozenset(PLUGINS),
+    )
+    missing = [a for a in conf.actions if a not in ACTIONS]
+    if missing:
+        raise ConfError(
+            f"{source}: actions: {', '.join(missing)} not implemented in this version of Fumarole "
+            f"(implemented: {', '.join(sorted(ACTIONS))})"
+        )
+    return conf
+
+
+@dataclass(slots=True)
+class ActiveConf:
+    conf: SchedulerConf
+    text: str
+    hash: str
+    source: str
+
+
+class ConfWatcher:
+    """Holds the active configuration; `poll()` reloads the file when its content changed."""
+
+    def __init__(self, path: str | None) -> None:
+        self.path = Path(path) if path else None
+        self.source = str(self.path) if self.path else f"<bundled {BUNDLED_CONF}>"
+        text = self.path.read_text() if self.path else bundled_conf_text()
+        self.active = ActiveConf(parse_scheduler_conf(text, self.source), text, conf_hash(text), self.source)
+        self._last_seen = self.active.hash
+        self._recorded: str | None = None
+
+    def mark_recorded(self, h: str | None) -> None:
+        """Tell the watcher which configuration the log already holds as the latest one."""
+        self._recorded = h
+
+    def poll(self) -> list[Event]:
+        out: list[Event] = []
+        if self.path is not None:
+            try:
+                text = self.path.read_text()
+            except OSError as e:
+                text = None
+                err = f"{self.path}: cannot read: {e.strerror}"
+            if text is not None:
+                h = conf_hash(text)
+                if h != self._last_seen:
+                    self._last_seen = h
+                    try:
+                        conf = parse_scheduler_conf(text, self.source)
+                    except ConfError as e:
+                        log.error("configuration rejected, keeping the last good one: %s", e)
+                        out.append(ConfigurationRejected(source=self.source, error=str(e), conf_hash=h))
+                    else:
+                        log.info("configuration reloaded", extra={"conf_hash": h[:16]})
+                        self.active = ActiveConf(conf, text, h, self.source)
+            elif self._last_seen != "unreadable":
+                self._last_seen = "unreadable"
+                log.error("configuration unreadable, keeping the last good one: %s", err)
+                out.append(ConfigurationRejected(source=self.source, error=err))
+        if self._recorded != self.active.hash:
+            out.append(
+                ConfigurationRecorded(conf_hash=self.active.hash, text=self.active.text, source=self.source)
+            )
+            self._recorded = self.active.hash
+        return out

@@ -1,0 +1,150 @@
+"""The daemon's own settings: defaults < TOML file (`--config`) < FUMAROLE_* environment < flags.
+
+This is the configuration of the service (where data lives, which adapter, which port), not
+the Volcano scheduler configuration (`scheduler_conf`, a Volcano-format YAML file).  Each key
+has an environment override named FUMAROLE_<KEY upper-cased> (e.g. FUMAROLE_DATA_DIR,
+FUMAROLE_LISTEN, FUMAROLE_API_TOKEN).  Unknown keys and wrong types are errors naming the
+file (or variable) and the key.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, Literal
+
+import msgspec
+
+
+class SettingsError(ValueError):
+    """Bad daemon settings; the message names the file or variable and the key."""
+
+
+class Settings(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
+    data_dir: str = "fumarole-data"
+    scheduler_conf: str = ""  # "" = the bundled default configuration
+    adapter: Literal["simulator", "kubernetes"] = "simulator"
+    cluster: str = ""  # simulator: cluster manifests ("" = bundled sample)
+    workload: str = ""  # simulator: workload file ("" = bundled sample)
+    listen: str = "127.0.0.1:8321"
+    allow_remote: bool = False  # listening beyond loopback must be asked for
+    serve: bool = False  # keep running (serving the API) after the simulated workload drained
+    api: bool = True  # serve the REST API at all
+    schedule_period: float = 1.0  # seconds between cycles (virtual seconds with the simulator)
+    snapshot_every: int = 50_000  # save a cache snapshot after this many new events
+    max_cycles: int = 100_000  # simulator safety horizon: stop with an error past this many cycles
+    api_token: str = ""  # bearer token for write endpoints ("" = writes refused)
+    max_body_bytes: int = 1_048_576
+    log_level: Literal["debug", "info", "warning", "error"] = "info"
+    log_format: Literal["json", "text"] = "text"
+    progress_every: float = 1.0  # wall seconds between progress lines
+
+    @property
+    def db_path(self) -> Path:
+        return Path(self.data_dir) / "fumarole.db"
+
+
+FIELDS: tuple[str, ...] = Settings.__struct_fields__
+
+
+def load_settings(
+    config_file: str | None = None,
+    env: Mapping[str, str] | None = None,
+    flags: Mapping[str, Any] | None = None,
+) -> Settings:
+    """Merge the layers and validate; raises SettingsError with a precise location."""
+    merged: dict[str, Any] = {}
+    if config_file:
+        merged.update(_read_toml(config_file))
+    for key in FIELDS:
+        var = f"FUMAROLE_{key.upper()}"
+        if env is not None and var in env:
+            merged[key] = _from_env(var, key, env[var])
+    for key, value in (flags or {}).items():
+        if value is not None:
+            merged[key] = value
+    try:
+        settings = msgspec.convert(merged, Settings, strict=False)
+    except msgspec.ValidationError as e:
+        raise SettingsError(f"daemon settings: {e}") from e
+    check_settings(settings)
+    return settings
+
+
+def _read_toml(path: str) -> dict[str, Any]:
+    try:
+        text = Path(path).read_bytes()
+    except OSError as e:
+        raise SettingsError(f"{path}: cannot read the daemon configuration: {e.strerror}") from e
+    try:
+        data = msgspec.toml.decode(text)
+    except msgspec.DecodeError as e:
+        raise SettingsError(f"{path}: invalid TOML: {e}") from e
+    if not isinstance(data, dict):
+        raise SettingsError(f"{path}: expected a table of settings")
+    section = data.get("fumarole", data)
+    unknown = sorted(set(section) - set(FIELDS))
+    if unknown:
+        raise SettingsError(f"{path}: unknown key {unknown[0]!r} (known: {', '.join(FIELDS)})")
+    try:
+        msgspec.convert(section, Settings)
+    except msgspec.ValidationError as e:
+        raise SettingsError(f"{path}: {e}") from e
+    return dict(section)
+
+
+def _from_env(var: str, key: str, raw: str) -> Any:
+    default = getattr(Settings(), key)
+    if isinstance(default, bool):
+        low = raw.strip().lower()
+        if low in ("1", "true", "yes", "on"):
+            return True
+        if low in ("0", "false", "no", "off", ""):
+            return False
+        raise SettingsError(f"{var}={raw!r}: expected a boolean (true/false)")
+    if isinstance(default, int):
+        try:
+            return int(raw)
+        except ValueError:
+            raise SettingsError(f"{var}={raw!r}: expected an integer") from None
+    if isinstance(default, float):
+        try:
+            return float(raw)
+        except ValueError:
+            raise SettingsError(f"{var}={raw!r}: expected a number") from None
+    return raw
+
+
+def split_listen(listen: str) -> tuple[str, int]:
+    host, sep, port = listen.rpartition(":")
+    if not sep or not port.isdigit() or not host:
+        raise SettingsError(f"listen: {listen!r} is not HOST:PORT")
+    host = host.strip("[]")
+    if not 0 <= int(port) <= 65535:
+        raise SettingsError(f"listen: port {port} out of range")
+    return host, int(port)
+
+
+def is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def check_settings(s: Settings) -> None:
+    if s.schedule_period <= 0:
+        raise SettingsError(f"schedule_period: must be positive, got {s.schedule_period}")
+    if s.snapshot_every < 1:
+        raise SettingsError(f"snapshot_every: must be at least 1, got {s.snapshot_every}")
+    if s.max_body_bytes < 1024:
+        raise SettingsError(f"max_body_bytes: must be at least 1024, got {s.max_body_bytes}")
+    host, _ = split_listen(s.listen)
+    if not is_loopback(host) and not s.allow_remote:
+        raise SettingsError(
+            f"listen: {s.listen} is beyond loopback; set allow_remote = true "
+            "(flag --allow-remote, or FUMAROLE_ALLOW_REMOTE=true) to ask for it explicitly"
+        )
