@@ -6,6 +6,7 @@ from collections.abc import Callable
 from typing import Any
 
 from daemon.scheduler.actions import allocate, backfill, enqueue
+from daemon.scheduler.actions import reclaim as reclaim_action
 from daemon.scheduler.framework.action import Action
 from daemon.scheduler.framework.plugin import Plugin
 from daemon.scheduler.plugins import (
@@ -27,6 +28,7 @@ ACTIONS: dict[str, ActionFactory] = {
     enqueue.NAME: enqueue.new,
     allocate.NAME: allocate.new,
     backfill.NAME: backfill.new,
+    reclaim_action.NAME: reclaim_action.new,
 }
 
 PLUGINS: dict[str, PluginFactory] = {
@@ -43,4 +45,4 @@ PLUGINS: dict[str, PluginFactory] = {
 
 # Volcano actions and plugins that exist upstream but are not (yet) implemented here: a
 # configuration naming them is accepted with a warning (plugins) or refused clearly (actions).
-KNOWN_UNIMPLEMENTED_ACTIONS = frozenset({"preempt", "reclaim", "shuffle", "gangpreempt", "gangreclaim"})
+KNOWN_UNIMPLEMENTED_ACTIONS = frozenset({"preempt", "shuffle", "gangpreempt", "gangreclaim"})
