@@ -1,0 +1,109 @@
+"""Event <-> bytes: msgpack encoding of the event vocabulary, versioned decoding with upcasters."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import msgspec
+
+from store.events import EVENT_TYPES, Event, EventBase, event_type
+
+Upcaster = Callable[[dict[str, Any]], dict[str, Any]]
+"""Turns the field map of (type, v) into the field map of (type, v + 1); must set nothing but fields."""
+
+UPCASTERS: dict[tuple[str, int], Upcaster] = {}
+"""(type, version) -> the upcaster from that version to the next.  Every event type is at v1 today, so
+the registry is empty; when a type's fields change, bump its `v` default and add the step here."""
+
+
+class CodecError(ValueError):
+    """An event cannot be encoded, or stored bytes cannot be decoded into an event."""
+
+
+def current_version(type_: str) -> int:
+    """The schema version the code writes for an event type (the default of its `v` field)."""
+    cls = EVENT_TYPES.get(type_)
+    if cls is None:
+        raise CodecError(f"unknown event type {type_!r}")
+    return _CURRENT[type_]
+
+
+def _default_v(cls: type[EventBase]) -> int:
+    names = cls.__struct_fields__
+    defaults = cls.__struct_defaults__
+    idx = names.index("v") - (len(names) - len(defaults))
+    v = defaults[idx]
+    assert isinstance(v, int)
+    return v
+
+
+_CURRENT: dict[str, int] = {tag: _default_v(cls) for tag, cls in EVENT_TYPES.items()}
+_ENCODER = msgspec.msgpack.Encoder()
+_DECODERS: dict[str, msgspec.msgpack.Decoder[Any]] = {
+    tag: msgspec.msgpack.Decoder(cls) for tag, cls in EVENT_TYPES.items()
+}
+_RAW = msgspec.msgpack.Decoder(dict[str, Any])
+
+
+def encode(event: Event) -> bytes:
+    """The stored bytes of an event (a msgpack map that includes `type` and `v`).
+
+    Refuses anything that is not an event of the vocabulary, and an event whose `v` is not the
+    current version of its type (bytes written must always be of the current schema).
+    """
+    if not isinstance(event, EventBase):
+        raise CodecError(f"not an event: {type(event).__name__}")
+    tag = event_type(event)
+    if tag not in _CURRENT:
+        raise CodecError(f"unknown event type {tag!r}")
+    if event.v != _CURRENT[tag]:
+        raise CodecError(f"{tag}: v={event.v} but the code writes v={_CURRENT[tag]}")
+    try:
+        return _ENCODER.encode(event)
+    except (TypeError, ValueError, OverflowError) as e:
+        raise CodecError(f"{tag}: cannot encode: {e}") from e
+
+
+def decode(
+    type_: str, v: int, data: bytes, *, upcasters: Mapping[tuple[str, int], Upcaster] | None = None
+) -> Event:
+    """The event stored as (type, v, data), upcast to the current version of its type.
+
+    Raises CodecError for an unknown type, a version newer than the code, a version with no
+    upcaster path, bytes that are not a valid event of that type, or a body whose tag differs.
+    """
+    if type_ not in _CURRENT:
+        raise CodecError(f"unknown event type {type_!r}")
+    want = _CURRENT[type_]
+    if v == want:
+        try:
+            ev: Event = _DECODERS[type_].decode(data)
+        except msgspec.DecodeError as e:
+            raise CodecError(f"{type_} v{v}: {e}") from e
+        return ev
+    if v > want:
+        raise CodecError(f"{type_} v{v} was written by a newer Fumarole (this code knows up to v{want})")
+    table = UPCASTERS if upcasters is None else upcasters
+    try:
+        fields = _RAW.decode(data)
+    except msgspec.DecodeError as e:
+        raise CodecError(f"{type_} v{v}: {e}") from e
+    for step in range(v, want):
+        up = table.get((type_, step))
+        if up is None:
+            raise CodecError(f"{type_} v{step}: no upcaster to v{step + 1}")
+        fields = up(dict(fields))
+    fields["type"] = type_
+    fields["v"] = want
+    try:
+        return msgspec.convert(fields, EVENT_TYPES[type_])  # type: ignore[return-value]
+    except msgspec.ValidationError as e:
+        raise CodecError(f"{type_} upcast from v{v}: {e}") from e
+
+
+def event_row(event: Event) -> tuple[str, int, bytes]:
+    """(type, v, bytes) of an event as the log stores it."""
+    data = encode(event)
+    tag = event_type(event)
+    return tag, _CURRENT[tag], data
