@@ -1,0 +1,491 @@
+"""The cycle function: one scheduling session over a frozen snapshot, as the ordered decision events.
+
+`decide(snapshot, conf, cycle=…, watermark=…, conf_hash=…)` is pure and synchronous: it runs
+`daemon.scheduler.framework.run.run_session` and turns the SessionResult into the events one
+cycle writes, in this order:
+
+1. `CycleOpened` (cycle, watermark, now_ms = the snapshot's virtual now, conf_hash, seed 0);
+2. `BindDecided` per bound task, in the session's dispatch order;
+3. `EvictDecided` per eviction, in the session's order (action and reason kept);
+4. `PipelineDecided` per pipelined task, sorted by pod key;
+5. `PodGroupStatusChanged` for the PodGroups whose status the session changed, sorted by job;
+6. `JobExplained` for every job with unbound tasks whose explanation differs from `previous`
+   (the explanations the projection holds at the same watermark), sorted by job; a job that
+   was explained before and now has nothing pending (or is gone) gets an empty explanation
+   (message "", no reasons), which the projection folds as "no longer waiting";
+7. `CycleClosed` with counts and the measured timings.
+
+The daemon's session loop and `fumarole replay` both call this function, so replay compares
+like with like.  `comparable(event)` blanks what is measured or run-specific (timings, trace
+ids) and `first_difference(recorded, recomputed)` names the first decision that differs.
+
+Structured reasons: the session's per-pod explanations (daemon/scheduler/framework/explain.py)
+are classified into `store.events.PendingReason` codes (see `REASON_CODES`), aggregated per job
+(one reason per code, counting pods) and ranked (0 = most important).  Fit-error histograms
+("0/6 nodes are unavailable: 4 Insufficient cpu, 2 node(s) had untolerated taint.") fill
+`total_nodes` and `nodes`; gang summaries fill `placeable` and `min_member`; enqueue
+rejections name the plugin and resource.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any
+
+import msgspec
+
+from daemon.scheduler.framework.conf import SchedulerConf
+from daemon.scheduler.framework.run import SessionResult, run_session
+from daemon.scheduler.model.job import JobInfo
+from daemon.scheduler.model.snapshot import ClusterSnapshot
+from daemon.scheduler.model.task import TaskInfo
+from store.events import (
+    BindDecided,
+    CycleClosed,
+    CycleOpened,
+    EvictDecided,
+    JobExplained,
+    PendingReason,
+    PipelineDecided,
+    PodGroupConditionRecord,
+    PodGroupStatusChanged,
+)
+
+if TYPE_CHECKING:
+    from opentelemetry.trace import TracerProvider
+
+__all__ = [
+    "REASON_CODES",
+    "CycleDecisions",
+    "CycleEvent",
+    "classify_reason",
+    "comparable",
+    "decide",
+    "describe",
+    "explanation_key",
+    "first_difference",
+    "session_id",
+]
+
+CycleEvent = (
+    CycleOpened
+    | BindDecided
+    | EvictDecided
+    | PipelineDecided
+    | PodGroupStatusChanged
+    | JobExplained
+    | CycleClosed
+)
+
+# code -> importance (lower first) when a job has several reasons.
+REASON_CODES: dict[str, int] = {
+    "queue-missing": 0,
+    "queue-closed": 1,
+    "enqueue-rejected": 2,
+    "not-enqueued": 3,
+    "job-invalid": 4,
+    "predicates-failed": 5,
+    "queue-capability": 6,
+    "queue-overused": 7,
+    "gang-unsatisfied": 8,
+    "pipelined": 9,
+    "best-effort": 10,
+    "gang-stopped": 11,
+    "not-reached": 12,
+    "other": 13,
+}
+
+
+def session_id(cycle: int) -> str:
+    """The session id of a cycle (it becomes the transition id of the conditions it writes)."""
+    return f"session-{cycle}"
+
+
+@dataclass(frozen=True, slots=True)
+class CycleDecisions:
+    """One cycle's decision events (CycleOpened first, CycleClosed last) and the session's result."""
+
+    cycle: int
+    events: list[CycleEvent]
+    result: SessionResult
+    duration_s: float
+
+    @property
+    def opened(self) -> CycleOpened:
+        ev = self.events[0]
+        assert isinstance(ev, CycleOpened)
+        return ev
+
+    @property
+    def closed(self) -> CycleClosed:
+        ev = self.events[-1]
+        assert isinstance(ev, CycleClosed)
+        return ev
+
+
+def decide(
+    snapshot: ClusterSnapshot,
+    conf: SchedulerConf,
+    *,
+    cycle: int,
+    watermark: int,
+    conf_hash: str,
+    trace_id: str = "",
+    previous: Mapping[str, JobExplained] | None = None,
+    tracer_provider: TracerProvider | None = None,
+) -> CycleDecisions:
+    """Run one session over `snapshot` and return its decision events (see the module notes).
+
+    `snapshot` is not modified (the session works on a clone); its `session_id` is replaced by
+    `session_id(cycle)`.  `previous` are the job explanations in force at `watermark`
+    (Projection.explanations()); only changed explanations are emitted.
+    """
+    t0 = time.perf_counter()
+    snap = replace(snapshot, session_id=session_id(cycle))
+    result = run_session(snap, conf, tracer_provider=tracer_provider)
+    duration = time.perf_counter() - t0
+    tasks = _task_index(snap)
+    now_ms = round(snap.now * 1000)
+    events: list[CycleEvent] = [
+        CycleOpened(cycle=cycle, watermark=watermark, now_ms=now_ms, conf_hash=conf_hash, trace_id=trace_id)
+    ]
+    seen: set[str] = set()
+    for key in result.bind_order:
+        node = result.binds.get(key)
+        if node is None or key in seen:
+            continue
+        seen.add(key)
+        t, j = _lookup(tasks, key)
+        events.append(
+            BindDecided(
+                cycle=cycle,
+                namespace=t.namespace if t else key.partition("/")[0],
+                name=t.name if t else key.partition("/")[2],
+                uid=t.uid if t else "",
+                node=node,
+                job=j.uid if j else "",
+                queue=j.queue if j else "",
+                trace_id=trace_id,
+            )
+        )
+    for ev in result.evictions:
+        t, j = _lookup(tasks, ev.task)
+        events.append(
+            EvictDecided(
+                cycle=cycle,
+                namespace=t.namespace if t else ev.task.partition("/")[0],
+                name=t.name if t else ev.task.partition("/")[2],
+                uid=t.uid if t else "",
+                node=ev.node,
+                job=j.uid if j else "",
+                queue=j.queue if j else "",
+                action=ev.action,
+                reason=ev.reason,
+                trace_id=trace_id,
+            )
+        )
+    for key in sorted(result.pipelined):
+        t, j = _lookup(tasks, key)
+        events.append(
+            PipelineDecided(
+                cycle=cycle,
+                namespace=t.namespace if t else key.partition("/")[0],
+                name=t.name if t else key.partition("/")[2],
+                uid=t.uid if t else "",
+                node=result.pipelined[key],
+                job=j.uid if j else "",
+                queue=j.queue if j else "",
+                trace_id=trace_id,
+            )
+        )
+    for uid in sorted(result.changed_podgroups):
+        pg = result.podgroups.get(uid)
+        if pg is None:
+            continue
+        ns, _, name = uid.partition("/")
+        events.append(
+            PodGroupStatusChanged(
+                cycle=cycle,
+                namespace=ns,
+                name=name,
+                phase=pg.phase,
+                running=pg.running,
+                succeeded=pg.succeeded,
+                failed=pg.failed,
+                conditions=tuple(
+                    PodGroupConditionRecord(
+                        type_=c.type,
+                        status=c.status,
+                        reason=c.reason,
+                        message=c.message,
+                        transition_id=c.transition_id,
+                    )
+                    for c in pg.conditions
+                ),
+                trace_id=trace_id,
+            )
+        )
+    events.extend(_explanations(snap, result, tasks, cycle, trace_id, previous or {}))
+    n_tasks = sum(len(j.tasks) for j in snap.jobs.values())
+    events.append(
+        CycleClosed(
+            cycle=cycle,
+            binds=len(seen),
+            evictions=len(result.evictions),
+            pipelined=len(result.pipelined),
+            jobs=len(snap.jobs),
+            tasks=n_tasks,
+            pending_tasks=len(result.pending),
+            duration_s=round(duration, 6),
+            plugin_seconds=_plugin_seconds(result),
+            trace_id=trace_id,
+        )
+    )
+    return CycleDecisions(cycle=cycle, events=events, result=result, duration_s=duration)
+
+
+# ---------------------------------------------------------------------------------------------
+# lookups
+
+
+def _task_index(snap: ClusterSnapshot) -> dict[str, tuple[TaskInfo, JobInfo]]:
+    idx: dict[str, tuple[TaskInfo, JobInfo]] = {}
+    for job in snap.jobs.values():
+        for t in job.tasks.values():
+            idx.setdefault(t.key, (t, job))
+    return idx
+
+
+def _lookup(
+    idx: Mapping[str, tuple[TaskInfo, JobInfo]], key: str
+) -> tuple[TaskInfo | None, JobInfo | None]:
+    hit = idx.get(key)
+    return (hit[0], hit[1]) if hit is not None else (None, None)
+
+
+def _plugin_seconds(result: SessionResult) -> dict[str, float]:
+    out: dict[str, float] = {}
+    for key, figures in result.stats.items():
+        plugin = key.split(".", 1)[0]
+        out[plugin] = out.get(plugin, 0.0) + float(figures.get("seconds", 0.0))
+    return {k: round(v, 6) for k, v in sorted(out.items())}
+
+
+# ---------------------------------------------------------------------------------------------
+# explanations
+
+
+_GANG = re.compile(r"gang: (\d+)/(\d+) tasks schedulable \(minMember (\d+)\)")
+_FIT = re.compile(r"(?:^|; )0/(\d+) nodes are unavailable(?:: (.*?))?\.?$")
+_HIST_ITEM = re.compile(r"^(\d+) (.+)$")
+_RESOURCE = re.compile(r"(?:insufficient|overused) ([^,;]+)")
+_PLUGIN = re.compile(r"^([a-z][a-z0-9-]*): ")
+
+
+def classify_reason(message: str) -> PendingReason:
+    """One pod's explanation (explain.task_reason) as a structured PendingReason (rank 0)."""
+    code = "other"
+    plugin = resource = ""
+    placeable = min_member = total_nodes = 0
+    nodes: dict[str, int] = {}
+    m = message
+    if m.startswith("queue ") and m.endswith(" does not exist"):
+        code = "queue-missing"
+    elif " not admitted (Pending): " in m:
+        code = "enqueue-rejected"
+        why = m.split(" not admitted (Pending): ", 1)[1]
+        pm = _PLUGIN.match(why)
+        if pm:
+            plugin = pm.group(1)
+        rm = _RESOURCE.search(why)
+        if rm:
+            resource = rm.group(1).strip()
+        if "is not open" in why:
+            code = "queue-closed"
+    elif " is Pending: not admitted by enqueue" in m:
+        code = "not-enqueued"
+    elif " is not valid: " in m:
+        code = "job-invalid"
+        if "gang-scheduling" in m:
+            plugin = "gang"
+    elif m.startswith("pipelined on "):
+        code = "pipelined"
+    elif m.startswith(("can be placed on ", "could be placed on ", "could wait for ")):
+        code = "gang-unsatisfied"
+        plugin = "gang"
+    elif "refused the task (Allocatable)" in m or "has no room within its deserved share" in m:
+        code = "queue-capability"
+    elif m.startswith("queue ") and " is overused" in m:
+        code = "queue-overused"
+    elif m.startswith("queue ") and " is " in m:
+        code = "queue-closed"
+    elif m.startswith("best-effort pod"):
+        code = "best-effort"
+    elif "another task of the job did not fit" in m:
+        code = "gang-stopped"
+    elif "not reached in this cycle" in m:
+        code = "not-reached"
+    fm = _FIT.search(m)
+    if fm and code in ("other", "not-reached"):
+        code = "predicates-failed"
+    if fm:
+        total_nodes = int(fm.group(1))
+        for part in (fm.group(2) or "").split(", "):
+            hm = _HIST_ITEM.match(part.strip())
+            if hm:
+                nodes[hm.group(2)] = nodes.get(hm.group(2), 0) + int(hm.group(1))
+        if code == "predicates-failed" and not resource:
+            insufficient = sorted(k[len("Insufficient ") :] for k in nodes if k.startswith("Insufficient "))
+            if insufficient:
+                resource = insufficient[0]
+    elif "has already predicated failed" in m and code == "other":
+        code = "predicates-failed"
+    gm = _GANG.search(m)
+    if gm:
+        placeable, min_member = int(gm.group(1)), int(gm.group(3))
+        if code == "other":
+            code = "gang-unsatisfied"
+    return PendingReason(
+        code=code,
+        message=m,
+        plugin=plugin,
+        resource=resource,
+        placeable=placeable,
+        min_member=min_member,
+        total_nodes=total_nodes,
+        nodes=dict(sorted(nodes.items())),
+    )
+
+
+def _job_reasons(pods: Mapping[str, str]) -> tuple[PendingReason, ...]:
+    """One reason per code (the first pod's, by pod key), ranked by importance then pod count."""
+    by_code: dict[str, tuple[PendingReason, int]] = {}
+    for key in sorted(pods):
+        r = classify_reason(pods[key])
+        first = by_code.get(r.code)
+        by_code[r.code] = (first[0], first[1] + 1) if first is not None else (r, 1)
+    ordered = sorted(by_code.values(), key=lambda rc: (REASON_CODES.get(rc[0].code, 99), -rc[1], rc[0].code))
+    return tuple(msgspec.structs.replace(r, rank=i) for i, (r, _) in enumerate(ordered))
+
+
+def _queue_positions(jobs: Iterable[JobInfo]) -> dict[str, int]:
+    """1-based position of each waiting job in its queue: priority (high first), creation, uid.
+
+    Informational: the session's real job order also involves the job-order plugins.
+    """
+    per_queue: dict[str, list[JobInfo]] = {}
+    for j in jobs:
+        per_queue.setdefault(j.queue, []).append(j)
+    out: dict[str, int] = {}
+    for q in sorted(per_queue):
+        for i, j in enumerate(sorted(per_queue[q], key=lambda j: (-j.priority, j.creation, j.uid)), 1):
+            out[j.uid] = i
+    return out
+
+
+def explanation_key(ev: JobExplained) -> tuple[Any, ...]:
+    """What decides whether an explanation changed (not the cycle or the trace id)."""
+    return (ev.queue, ev.message, ev.reasons, ev.queue_position, tuple(sorted(ev.pods.items())))
+
+
+def _explanations(
+    snap: ClusterSnapshot,
+    result: SessionResult,
+    tasks: Mapping[str, tuple[TaskInfo, JobInfo]],
+    cycle: int,
+    trace_id: str,
+    previous: Mapping[str, JobExplained],
+) -> list[JobExplained]:
+    per_job: dict[str, dict[str, str]] = {}
+    jobs: dict[str, JobInfo] = {}
+    for key in sorted(result.pending):
+        hit = tasks.get(key)
+        if hit is None:
+            continue
+        job = hit[1]
+        jobs[job.uid] = job
+        per_job.setdefault(job.uid, {})[key] = result.pending[key]
+    positions = _queue_positions(jobs.values())
+    out: list[JobExplained] = []
+    for uid in sorted(set(per_job) | set(previous)):
+        pods = per_job.get(uid)
+        ns, _, name = uid.partition("/")
+        if pods is None:
+            old = previous[uid]
+            if old.message or old.reasons:
+                out.append(
+                    JobExplained(cycle=cycle, namespace=ns, name=name, queue=old.queue, message="", trace_id=trace_id)
+                )
+            continue
+        job = jobs[uid]
+        reasons = _job_reasons(pods)
+        top = reasons[0] if reasons else None
+        message = f"{len(pods)}/{len(job.tasks)} pods pending"
+        if top is not None:
+            message += f"; {top.message}"
+        ev = JobExplained(
+            cycle=cycle,
+            namespace=ns,
+            name=name,
+            queue=job.queue,
+            message=message,
+            reasons=reasons,
+            queue_position=positions.get(uid, 0),
+            pods=dict(sorted(pods.items())),
+            trace_id=trace_id,
+        )
+        old = previous.get(uid)
+        if old is None or explanation_key(old) != explanation_key(ev):
+            out.append(ev)
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# comparison
+
+
+def comparable(event: Any) -> Any:
+    """The event with what is measured or run-specific blanked: timings and trace ids."""
+    if isinstance(event, CycleClosed):
+        return msgspec.structs.replace(
+            event, duration_s=0.0, action_seconds={}, plugin_seconds={}, trace_id=""
+        )
+    if hasattr(event, "trace_id"):
+        return msgspec.structs.replace(event, trace_id="")
+    return event
+
+
+def describe(event: Any) -> str:
+    """A short human name for a decision event (used in replay reports)."""
+    tag = event.__struct_config__.tag if hasattr(event, "__struct_config__") else type(event).__name__
+    if isinstance(event, BindDecided | PipelineDecided):
+        return f"{tag} {event.namespace}/{event.name} -> {event.node}"
+    if isinstance(event, EvictDecided):
+        return f"{tag} {event.namespace}/{event.name} on {event.node} ({event.action})"
+    if isinstance(event, PodGroupStatusChanged):
+        return f"{tag} {event.namespace}/{event.name} phase {event.phase}"
+    if isinstance(event, JobExplained):
+        return f"{tag} {event.namespace}/{event.name}: {event.message or '(no longer waiting)'}"
+    if isinstance(event, CycleOpened):
+        return f"{tag} cycle {event.cycle} watermark {event.watermark} now_ms {event.now_ms}"
+    if isinstance(event, CycleClosed):
+        return (
+            f"{tag} cycle {event.cycle}: {event.binds} binds, {event.evictions} evictions, "
+            f"{event.pipelined} pipelined, {event.pending_tasks} pending"
+        )
+    return str(tag)
+
+
+def first_difference(recorded: Sequence[Any], recomputed: Sequence[Any]) -> str | None:
+    """None when both lists are equal once made comparable; else the first differing decision."""
+    for i, (a, b) in enumerate(zip(recorded, recomputed, strict=False)):
+        if comparable(a) != comparable(b):
+            return f"decision {i}: recorded {describe(a)}; recomputed {describe(b)}"
+    if len(recorded) > len(recomputed):
+        return f"decision {len(recomputed)}: recorded {describe(recorded[len(recomputed)])}; recomputed nothing"
+    if len(recomputed) > len(recorded):
+        return f"decision {len(recorded)}: recorded nothing; recomputed {describe(recomputed[len(recorded)])}"
+    return None
