@@ -64,6 +64,8 @@ from daemon.scheduler.model.queue import (
     QUEUE_OPEN,
     ROOT_QUEUE,
     NamespaceInfo,
+    NodeGroupAffinity,
+    PodDisruptionBudgetInfo,
     PriorityClassInfo,
     QueueInfo,
     ResourceQuotaInfo,
@@ -83,6 +85,7 @@ from daemon.scheduler.model.task import (
 __all__ = [
     "SUPPORTED_KINDS",
     "ManifestError",
+    "ObjectDecoder",
     "build_snapshot",
     "expand_job",
     "load_objects",
@@ -113,6 +116,7 @@ SUPPORTED_KINDS: dict[tuple[str, str], tuple[str, bool]] = {
     ("", "Pod"): ("v1", True),
     ("", "Namespace"): ("v1", False),
     ("", "ResourceQuota"): ("v1", True),
+    ("policy", "PodDisruptionBudget"): ("policy/v1", True),
     ("scheduling.k8s.io", "PriorityClass"): ("scheduling.k8s.io/v1", False),
     ("scheduling.volcano.sh", "Queue"): ("scheduling.volcano.sh/v1beta1", False),
     ("scheduling.volcano.sh", "PodGroup"): ("scheduling.volcano.sh/v1beta1", True),
@@ -574,6 +578,7 @@ class _Pod:
     spec: _PodSpec
     phase: str = "Pending"
     nominated: str = ""
+    scheduled_time: float | None = None
 
 
 @dataclass(slots=True)
@@ -681,6 +686,18 @@ def _parse_pod_spec(d: _Doc, spec: Obj, path: str, scheduler_default: str) -> _P
     )
 
 
+def _pod_scheduled_time(d: _Doc, status: Obj) -> float | None:
+    """lastTransitionTime of the first `PodScheduled` condition whose status is True (else None)."""
+    for i, c in enumerate(d.seq(status.get("conditions"), "status.conditions")):
+        cp = f"status.conditions[{i}]"
+        c = d.mapping(c, cp)
+        if d.string(c.get("type"), cp + ".type") == "PodScheduled" and (
+            d.string(c.get("status"), cp + ".status") == "True"
+        ):
+            return d.timestamp(c.get("lastTransitionTime"), cp + ".lastTransitionTime")
+    return None
+
+
 def _controller_uid(d: _Doc, meta: Obj) -> str:
     for i, ref in enumerate(d.seq(meta.get("ownerReferences"), "metadata.ownerReferences")):
         rp = f"metadata.ownerReferences[{i}]"
@@ -775,6 +792,9 @@ class _Builder:
         for e in by_kind.get("ResourceQuota", []):
             quota = self._quota(e)
             snap.namespaces.setdefault(e.namespace, NamespaceInfo(e.namespace)).quotas.append(quota)
+        for e in by_kind.get("PodDisruptionBudget", []):
+            pdb = self._pdb(e)
+            snap.namespaces.setdefault(e.namespace, NamespaceInfo(e.namespace)).pdbs.append(pdb)
         for e in by_kind.get("Queue", []):
             snap.queues[e.name] = self._queue(e)
         if ROOT_QUEUE not in snap.queues:
@@ -824,6 +844,37 @@ class _Builder:
             e.name, e.namespace, hard, _quantity_text(d, status.get("used"), "status.used")
         )
 
+    def _pdb(self, e: _Entry) -> PodDisruptionBudgetInfo:
+        """policy/v1 PodDisruptionBudget: spec.selector (raw), status.disruptionsAllowed and disruptedPods."""
+        d, o = e.doc, e.obj
+        spec = d.mapping(o.get("spec"), "spec")
+        status = d.mapping(o.get("status"), "status")
+        selector = spec.get("selector")
+        return PodDisruptionBudgetInfo(
+            name=e.name,
+            namespace=e.namespace,
+            selector=None if selector is None else d.mapping(selector, "spec.selector"),
+            disruptions_allowed=d.integer(status.get("disruptionsAllowed"), "status.disruptionsAllowed", 0),
+            disrupted_pods=frozenset(d.mapping(status.get("disruptedPods"), "status.disruptedPods")),
+        )
+
+    def _group_affinity(self, d: _Doc, spec: Obj) -> NodeGroupAffinity | None:
+        """Queue spec.affinity: nodeGroupAffinity / nodeGroupAntiAffinity name lists (None when absent)."""
+        if spec.get("affinity") is None:
+            return None
+        aff = d.mapping(spec.get("affinity"), "spec.affinity")
+        lists: list[tuple[str, ...]] = []
+        for section in ("nodeGroupAffinity", "nodeGroupAntiAffinity"):
+            sp = f"spec.affinity.{section}"
+            sec = d.mapping(aff.get(section), sp)
+            for key in (
+                "requiredDuringSchedulingIgnoredDuringExecution",
+                "preferredDuringSchedulingIgnoredDuringExecution",
+            ):
+                kp = f"{sp}.{key}"
+                lists.append(tuple(d.string(v, f"{kp}[{i}]") for i, v in enumerate(d.seq(sec.get(key), kp))))
+        return NodeGroupAffinity(lists[0], lists[1], lists[2], lists[3])
+
     def _queue(self, e: _Entry) -> QueueInfo:
         d, o = e.doc, e.obj
         meta = d.mapping(o.get("metadata"), "metadata")
@@ -845,6 +896,7 @@ class _Builder:
             state=state,
             creation=d.timestamp(meta.get("creationTimestamp"), "metadata.creationTimestamp"),
             annotations=d.str_map(meta.get("annotations"), "metadata.annotations"),
+            affinity=self._group_affinity(d, spec),
         )
 
     def _node(self, e: _Entry) -> NodeInfo:
@@ -973,6 +1025,7 @@ class _Builder:
             spec=_parse_pod_spec(d, spec, "spec", DEFAULT_SCHEDULER),
             phase=d.string(status.get("phase"), "status.phase") or "Pending",
             nominated=d.string(status.get("nominatedNodeName"), "status.nominatedNodeName"),
+            scheduled_time=_pod_scheduled_time(d, status),
         )
 
     def _claim_uid(self, d: _Doc, uid: str, ns: str, name: str) -> None:
@@ -1008,6 +1061,7 @@ class _Builder:
             owner_uid=p.owner_uid,
             phase=p.phase,
             deleting=p.deleting,
+            scheduled_time=p.scheduled_time,
         )
         return TaskInfo(
             uid=p.uid,
@@ -1379,3 +1433,99 @@ def expand_job(
             }
         )
     return out
+
+
+# =============================================================================================
+# per-object decoding (the incremental projection in daemon/cache keeps these records)
+
+
+class ObjectDecoder:
+    """One manifest at a time with build_snapshot's rules, plus the assembly steps that read other objects.
+
+    `pod`/`pod_group` return opaque parsed records (parse once, keep); `task`, `job_info`,
+    `group_of` and `implicit_group` assemble them the way build_snapshot does, given the
+    priority classes in force.  Errors are ManifestError naming `source` as the file.
+    """
+
+    __slots__ = ("_b",)
+
+    def __init__(self, scheduler_names: Sequence[str] = ("volcano",), default_queue: str = DEFAULT_QUEUE):
+        self._b = _Builder(scheduler_names, default_queue)
+
+    @property
+    def scheduler_names(self) -> tuple[str, ...]:
+        return self._b.scheduler_names
+
+    @property
+    def default_queue(self) -> str:
+        return self._b.default_queue
+
+    def _entry(self, kind: str, namespace: str, name: str, obj: Any, source: str) -> _Entry:
+        group = _KIND_GROUPS[kind]
+        ns_label = f"{kind} {namespace}/{name}" if SUPPORTED_KINDS[(group, kind)][1] else f"{kind} {name}"
+        d = _Doc(source, 0, ns_label)
+        if not isinstance(obj, dict):
+            d.fail("", f"expected a mapping (an object), got {_type_name(obj)}")
+        d.mapping(obj.get("metadata"), "metadata")
+        return _Entry(d, group, kind, name, namespace, obj)
+
+    def node(self, name: str, obj: Any, *, source: str = "") -> NodeInfo:
+        return self._b._node(self._entry("Node", "", name, obj, source))
+
+    def queue(self, name: str, obj: Any, *, source: str = "") -> QueueInfo:
+        return self._b._queue(self._entry("Queue", "", name, obj, source))
+
+    def priority_class(self, name: str, obj: Any, *, source: str = "") -> PriorityClassInfo:
+        b = _Builder(self._b.scheduler_names, self._b.default_queue)
+        b._priority_class(self._entry("PriorityClass", "", name, obj, source))
+        return b.pcs[name]
+
+    def namespace(self, name: str, obj: Any, *, source: str = "") -> NamespaceInfo:
+        e = self._entry("Namespace", "", name, obj, source)
+        meta = e.doc.mapping(e.obj.get("metadata"), "metadata")
+        return NamespaceInfo(name, e.doc.str_map(meta.get("labels"), "metadata.labels"))
+
+    def resource_quota(self, namespace: str, name: str, obj: Any, *, source: str = "") -> ResourceQuotaInfo:
+        return self._b._quota(self._entry("ResourceQuota", namespace, name, obj, source))
+
+    def pod_group(self, namespace: str, name: str, obj: Any, *, source: str = "") -> Any:
+        return self._b._podgroup(self._entry("PodGroup", namespace, name, obj, source))
+
+    def pod(self, namespace: str, name: str, obj: Any, *, source: str = "") -> Any:
+        b = _Builder(self._b.scheduler_names, self._b.default_queue)
+        return b._pod(self._entry("Pod", namespace, name, obj, source))
+
+    # ------------------------------------------------------------------------- assembly
+    def pod_uid(self, pod: Any) -> str:
+        return str(pod.uid)
+
+    def group_of(self, pod: Any) -> str:
+        """The job id ("<ns>/<podgroup>") of a parsed pod; "" for another scheduler's pod without a group."""
+        p: _Pod = pod
+        gname = p.annotations.get(GROUP_NAME_KEY, "")
+        if not gname and p.spec.scheduler_name in self._b.scheduler_names:
+            gname = "podgroup-" + (p.owner_uid or p.uid)
+        return f"{p.namespace}/{gname}" if gname else ""
+
+    def is_ours(self, pod: Any) -> bool:
+        return bool(pod.spec.scheduler_name in self._b.scheduler_names)
+
+    def implicit_group(self, pod: Any) -> Any | None:
+        """The PodGroup the controller creates for a pod of ours without a group name, else None."""
+        p: _Pod = pod
+        if p.annotations.get(GROUP_NAME_KEY, "") or p.spec.scheduler_name not in self._b.scheduler_names:
+            return None
+        return self._b._normal_pod_group(p, "podgroup-" + (p.owner_uid or p.uid))
+
+    def use_priority_classes(
+        self, priority_classes: Mapping[str, PriorityClassInfo], default_priority: int
+    ) -> None:
+        """The priority classes (and the globalDefault value) `job_info` and `task` read from now on."""
+        self._b.pcs = dict(priority_classes)
+        self._b.default_priority = default_priority
+
+    def job_info(self, group: Any) -> JobInfo:
+        return self._b._job_info(group)
+
+    def task(self, pod: Any, job: str) -> TaskInfo:
+        return self._b._task(pod, job)
