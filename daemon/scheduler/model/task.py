@@ -86,6 +86,9 @@ class PodFacts:
     owner_uid: str = ""
     phase: str = "Pending"
     deleting: bool = False
+    # lastTransitionTime of the first PodScheduled condition with status True (None: no such
+    # condition), read by the cdp plugin.
+    scheduled_time: float | None = None
 
     @property
     def has_affinity_terms(self) -> bool:
