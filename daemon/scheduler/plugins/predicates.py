@@ -35,8 +35,10 @@ cache predicates failed`, code Error).  `predicate.NodeVolumeLimitsEnable`,
 `predicate.VolumeZoneEnable`, `predicate.VolumeBindingEnable` and
 `predicate.DynamicResourceAllocationEnable` are accepted but their filters have nothing to
 check: the model has no volumes or resource claims.  Pods without explicit spread constraints
-only get ScheduleAnyway system defaults, which never filter.  Device sharing, Reserve/PreBind
-and the Simulate* hooks are not implemented.
+only get ScheduleAnyway system defaults, which never filter.  Device sharing and Reserve/PreBind
+are not implemented.  The Simulate* hooks (topology-aware preemption) follow Volcano: only
+InterPodAffinity is simulated (AddPod/RemovePod update a copy of the preemptor's PreFilter
+counts; SimulatePredicate runs just that filter).
 """
 
 from __future__ import annotations
@@ -694,6 +696,56 @@ def interpod_filter_rows(state: InterPodState, table: NodeLabelTable, rows: IntA
     return codes
 
 
+SIM_INTERPOD_KEY = "predicates/InterPodAffinity"
+
+
+def copy_interpod(st: InterPodState) -> InterPodState:
+    return InterPodState(
+        st.affinity, dict(st.affinity_counts), dict(st.anti_counts), dict(st.existing_anti), st.matches_own
+    )
+
+
+class SimInterPod:
+    """A task's InterPodAffinity PreFilter state held in a dry-run cycle state."""
+
+    __slots__ = ("state",)
+
+    def __init__(self, state: InterPodState) -> None:
+        self.state = state
+
+    def clone(self) -> SimInterPod:
+        return SimInterPod(copy_interpod(self.state))
+
+
+def update_interpod(
+    st: InterPodState,
+    other: TaskInfo,
+    other_pa: PodAffinity,
+    node_labels: Mapping[str, str],
+    incoming_ns_labels: Mapping[str, str] | None,
+    incoming: TaskInfo,
+    sign: int,
+) -> None:
+    """preFilterState.updateWithPod: count `other` (+1 added, -1 removed) on a node with these labels."""
+
+    def bump(counts: PairCounts, key: str) -> None:
+        v = node_labels.get(key)
+        if v is not None:
+            _bump(counts, (key, v), sign)
+
+    for t in other_pa.required_anti:
+        if t.matches(incoming.namespace, incoming.pod.labels, incoming_ns_labels):
+            bump(st.existing_anti, t.topology_key)
+    terms = st.affinity.required_affinity
+    if matches_all_terms(terms, other.namespace, other.pod.labels):
+        for t in terms:
+            bump(st.affinity_counts, t.topology_key)
+    for t in st.affinity.required_anti:
+        if t.matches(other.namespace, other.pod.labels, None):
+            bump(st.anti_counts, t.topology_key)
+    st.__post_init__()
+
+
 # =============================================================================================
 # the plugin
 
@@ -792,6 +844,9 @@ class PredicatesPlugin:
         ssn.add_event_handler(EventHandler(allocate=on_allocate, deallocate=on_deallocate))
         ssn.register(cb.PRE_PREDICATE, NAME, self.pre_predicate)
         ssn.register(cb.PREDICATE, NAME, self.predicate, self.predicate_batch)
+        ssn.register(cb.SIMULATE_ADD_TASK, NAME, self.simulate_add_task)
+        ssn.register(cb.SIMULATE_REMOVE_TASK, NAME, self.simulate_remove_task)
+        ssn.register(cb.SIMULATE_PREDICATE, NAME, self.simulate_predicate)
 
     def on_session_close(self, ssn: Session) -> None:
         self._ipa.clear()
@@ -872,6 +927,54 @@ class PredicatesPlugin:
             self._prefilter_interpod(task)
             state = self._ipa.get(task.uid)
         return state
+
+    # ----------------------------------------------------------------- Simulate* (preemption dry runs)
+    def _sim_interpod(self, state: dict[str, Any], task: TaskInfo) -> InterPodState | None:
+        """The InterPodAffinity PreFilter state of `task` inside a dry-run cycle state (copied once)."""
+        if not self.switches.pod_affinity or task.uid in self._ipa_skipped:
+            return None
+        held = state.get(SIM_INTERPOD_KEY)
+        if held is None:
+            base = self._interpod(task)
+            if base is None:
+                return None
+            held = state[SIM_INTERPOD_KEY] = SimInterPod(copy_interpod(base))
+        assert isinstance(held, SimInterPod)
+        return held.state
+
+    def _sim_update(
+        self, state: dict[str, Any], task: TaskInfo, other: TaskInfo, node: NodeInfo, sign: int
+    ) -> None:
+        ipa = self._sim_interpod(state, task)
+        if ipa is None:
+            return
+        mirror = self._mirror()
+        other_pa = mirror.pod_affinity(other.namespace, other.pod)
+        update_interpod(
+            ipa, other, other_pa, node.facts.labels, self._ns_labels.get(task.namespace), task, sign
+        )
+
+    def simulate_add_task(
+        self, state: dict[str, Any], task: TaskInfo, other: TaskInfo, node: NodeInfo
+    ) -> None:
+        """SimulateAddTaskFn: InterPodAffinity.AddPod on the dry-run state (other filters unchanged)."""
+        self._sim_update(state, task, other, node, 1)
+
+    def simulate_remove_task(
+        self, state: dict[str, Any], task: TaskInfo, other: TaskInfo, node: NodeInfo
+    ) -> None:
+        """SimulateRemoveTaskFn: InterPodAffinity.RemovePod on the dry-run state."""
+        self._sim_update(state, task, other, node, -1)
+
+    def simulate_predicate(self, state: dict[str, Any], task: TaskInfo, node: NodeInfo) -> FitError | None:
+        """SimulatePredicateFn: only the InterPodAffinity filter, on the dry-run counts (as Volcano)."""
+        ipa = self._sim_interpod(state, task)
+        if ipa is None:
+            return None
+        code = interpod_filter(ipa, node.facts.labels)
+        if code:
+            return FitError(task.namespace, task.name, node.name, [IPA_REASONS[code]])
+        return None
 
     # ----------------------------------------------------------------- stable filters
     def _mirror(self) -> NodeMirror:

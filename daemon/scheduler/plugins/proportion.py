@@ -8,7 +8,7 @@ dimensions; jobs are admitted while minResources fit the queue's real capability
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from daemon.scheduler.framework import combinators as cb
@@ -258,9 +258,80 @@ class ProportionPlugin:
         ssn.register(cb.JOB_ENQUEUEABLE, NAME, enqueueable)
         ssn.register(cb.JOB_ENQUEUED, NAME, enqueued)
         ssn.add_event_handler(EventHandler(on_allocate, on_deallocate))
+        self._register_simulate(ssn, attrs)
+
+    @staticmethod
+    def _register_simulate(ssn: Session, attrs: dict[str, QueueAttr]) -> None:
+        """PrePredicate (writes the queue figures into the task's cycle state) and Simulate*.
+
+        As in Volcano, SimulateAllocatable answers false when the cycle state holds no proportion
+        state, i.e. when proportion's PrePredicate (flag enablePredicate) did not run for the task.
+        """
+
+        def pre_predicate(task: TaskInfo) -> Exception | None:
+            ssn.cycle_state(task.uid)[SIM_STATE_KEY] = ProportionSimState(attrs)
+            return None
+
+        def sim_attr(state: dict[str, Any], task: TaskInfo) -> QueueAttr | None:
+            st = state.get(SIM_STATE_KEY)
+            job = ssn.jobs.get(task.job)
+            if not isinstance(st, ProportionSimState) or job is None:
+                return None
+            return st.attrs.get(job.queue)
+
+        def simulate_allocatable(queue: QueueInfo, task: TaskInfo, state: dict[str, Any]) -> bool:
+            st = state.get(SIM_STATE_KEY)
+            attr = st.attrs.get(queue.uid) if isinstance(st, ProportionSimState) else None
+            if attr is None:
+                return False
+            ok, _ = (
+                attr.allocated.clone().add(task.resreq).less_equal_with_dimension(attr.deserved, task.resreq)
+            )
+            return ok
+
+        def simulate_add(state: dict[str, Any], task: TaskInfo, other: TaskInfo, node: Any) -> None:
+            attr = sim_attr(state, other)
+            if attr is not None:
+                attr.allocated.add(other.resreq)
+                attr.update_share()
+
+        def simulate_remove(state: dict[str, Any], task: TaskInfo, other: TaskInfo, node: Any) -> None:
+            attr = sim_attr(state, other)
+            if attr is not None:
+                attr.allocated.sub(other.resreq)
+                attr.update_share()
+
+        ssn.register(cb.PRE_PREDICATE, NAME, pre_predicate)
+        ssn.register(cb.SIMULATE_ALLOCATABLE, NAME, simulate_allocatable)
+        ssn.register(cb.SIMULATE_ADD_TASK, NAME, simulate_add)
+        ssn.register(cb.SIMULATE_REMOVE_TASK, NAME, simulate_remove)
 
     def on_session_close(self, ssn: Session) -> None:
         return None
+
+
+SIM_STATE_KEY = "proportion"
+
+
+class ProportionSimState:
+    """Proportion's entry in a task's cycle state: the queue figures as of its PrePredicate.
+
+    PrePredicate stores a reference to the live figures; `clone()` (taken by every dry run before
+    it simulates anything) copies them, so a dry run never touches the session's figures.
+    """
+
+    __slots__ = ("attrs",)
+
+    def __init__(self, attrs: dict[str, QueueAttr]) -> None:
+        self.attrs = attrs
+
+    def clone(self) -> ProportionSimState:
+        return ProportionSimState(
+            {
+                k: replace(a, allocated=a.allocated.clone(), deserved=a.deserved.clone())
+                for k, a in self.attrs.items()
+            }
+        )
 
 
 def _empty_list(r: Resource) -> bool:
