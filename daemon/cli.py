@@ -79,6 +79,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     s.add_argument("--format", choices=("json", "table"), default="json")
     s.set_defaults(func=cmd_schedule)
+    from daemon import cli_run
+
+    cli_run.add_parser(sub)
     return p
 
 

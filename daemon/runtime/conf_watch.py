@@ -18,6 +18,8 @@ from daemon.scheduler.framework.conf import ConfError, SchedulerConf, parse_conf
 from daemon.scheduler.framework.registry import ACTIONS, KNOWN_UNIMPLEMENTED_ACTIONS, PLUGINS
 from store.events import ConfigurationRecorded, ConfigurationRejected, Event
 
+__all__ = ["ActiveConf", "ConfError", "ConfWatcher", "bundled_conf_text", "conf_hash", "parse_scheduler_conf"]
+
 log = logging.getLogger("fumarole.conf")
 
 BUNDLED_CONF = "daemon-scheduler.yaml"

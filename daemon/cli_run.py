@@ -1,0 +1,102 @@
+"""`fumarole run`: the daemon (settings from flags, FUMAROLE_* environment and a TOML file)."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import sys
+from typing import Any
+
+EXIT_OK = 0
+EXIT_FAILED = 1
+EXIT_BAD_INPUT = 2
+
+
+def add_parser(sub: Any) -> None:
+    r = sub.add_parser(
+        "run",
+        help="the daemon: ingest, timed sessions, decisions, dispatch (default: the bundled simulation)",
+        description=(
+            "Run the Fumarole daemon. With no arguments: data in ./fumarole-data (SQLite), the simulator "
+            "with the bundled sample cluster and workload, REST API on 127.0.0.1:8321; exits with a summary "
+            "once the workload drained (unless --serve)."
+        ),
+    )
+    r.add_argument("--config", help="daemon settings file (TOML; keys as in README 'Daemon settings')")
+    r.add_argument("--data-dir", help="directory of the SQLite event log (default ./fumarole-data)")
+    r.add_argument(
+        "--conf", dest="scheduler_conf", help="Volcano scheduler configuration (reloaded on change)"
+    )
+    r.add_argument(
+        "--adapter", choices=("simulator", "kubernetes"), help="cluster adapter (default simulator)"
+    )
+    r.add_argument("--cluster", help="simulator: cluster manifests (default: the bundled sample)")
+    r.add_argument("--workload", help="simulator: workload file (default: the bundled sample)")
+    r.add_argument(
+        "--listen", help="REST API address HOST:PORT (default 127.0.0.1:8321; port 0 = any free port)"
+    )
+    r.add_argument("--allow-remote", action="store_true", default=None, help="allow --listen beyond loopback")
+    r.add_argument(
+        "--no-api", dest="api", action="store_false", default=None, help="do not serve the REST API"
+    )
+    r.add_argument(
+        "--serve", action="store_true", default=None, help="keep serving after the workload drained"
+    )
+    r.add_argument(
+        "--schedule-period", type=float, help="seconds between cycles (virtual with the simulator)"
+    )
+    r.add_argument("--max-cycles", type=int, help="simulator: give up after this many cycles")
+    r.add_argument("--log-format", choices=("json", "text"), help="stderr log format (default text)")
+    r.add_argument("--log-level", choices=("debug", "info", "warning", "error"))
+    r.set_defaults(func=cmd_run)
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    import anyio
+
+    from daemon.runtime.conf_watch import ConfError
+    from daemon.runtime.logs import configure_logging
+    from daemon.runtime.service import Service, ServiceError
+    from daemon.runtime.settings import SettingsError, load_settings
+    from daemon.runtime.telemetry import make_tracer_provider
+
+    flags = {
+        k: getattr(args, k)
+        for k in (
+            "data_dir",
+            "scheduler_conf",
+            "adapter",
+            "cluster",
+            "workload",
+            "listen",
+            "allow_remote",
+            "api",
+            "serve",
+            "schedule_period",
+            "max_cycles",
+            "log_format",
+            "log_level",
+        )
+    }
+    try:
+        settings = load_settings(args.config or os.environ.get("FUMAROLE_CONFIG"), os.environ, flags)
+        tracer_provider = make_tracer_provider()
+    except (SettingsError, ValueError) as e:
+        print(f"fumarole: error: {e}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    configure_logging(settings.log_level, settings.log_format)
+    service = Service(settings, tracer_provider=tracer_provider)
+    try:
+        rc: int = anyio.run(service.run, backend="asyncio")
+    except (ServiceError, ConfError) as e:
+        print(f"fumarole: error: {e}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except OSError as e:
+        logging.getLogger("fumarole").error("stopped: %s", e)
+        print(f"fumarole: error: {e}", file=sys.stderr)
+        return EXIT_FAILED
+    finally:
+        if tracer_provider is not None:
+            tracer_provider.shutdown()
+    return rc

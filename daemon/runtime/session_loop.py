@@ -1,0 +1,159 @@
+"""The session loop's unit of work: freeze the projection, run one cycle off the event loop,
+append its decision events in one transaction.
+
+`CycleRunner.run_cycle(writer)` records a changed scheduler configuration first (its own
+transaction, so the cycle's watermark covers it), freezes the projection at its current
+sequence (the watermark), runs `daemon.runtime.cycle.decide` in a worker thread inside a
+`cycle` span (the session's spans are its children), and appends CycleOpened … CycleClosed as
+one batch.  The cycle's trace id is stamped on every decision event.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import anyio.to_thread
+from opentelemetry import trace
+
+from daemon.runtime.conf_watch import ConfWatcher
+from daemon.runtime.cycle import CycleDecisions, decide
+from daemon.runtime.telemetry import trace_id_hex
+from daemon.scheduler.model.snapshot import ClusterSnapshot
+from daemon.scheduler.model.task import TaskStatus
+from store.events import BindDecided, CycleOpened, EvictDecided, PodGroupStatusChanged
+
+if TYPE_CHECKING:
+    from opentelemetry.sdk.trace import TracerProvider
+
+    from daemon.runtime.writer import Writer
+    from store.log import EventLog
+
+log = logging.getLogger("fumarole.cycle")
+
+TRACER_NAME = "fumarole.daemon"
+_BOUND = frozenset(
+    {TaskStatus.BOUND, TaskStatus.BINDING, TaskStatus.RUNNING, TaskStatus.ALLOCATED, TaskStatus.RELEASING}
+)
+
+
+@dataclass(slots=True)
+class CycleSummary:
+    cycle: int
+    watermark: int
+    binds: int = 0
+    evictions: int = 0
+    evictions_by_action: Counter[str] = field(default_factory=Counter)
+    pipelined: int = 0
+    status_changes: int = 0
+    bound: int = 0
+    pending: int = 0
+    seconds: float = 0.0
+    trace_id: str = ""
+    last_decision_seq: int = 0
+    queue_shares: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def decided(self) -> bool:
+        """Whether the cycle changed anything (binds, evictions or PodGroup statuses)."""
+        return bool(self.binds or self.evictions or self.status_changes)
+
+
+class CycleRunner:
+    def __init__(
+        self, projection: Any, conf: ConfWatcher, *, tracer_provider: TracerProvider | None = None
+    ) -> None:
+        self.projection = projection
+        self.conf = conf
+        self.tracer = (tracer_provider or trace.get_tracer_provider()).get_tracer(TRACER_NAME)
+        self.tracer_provider = tracer_provider
+        self.cycle = 0
+
+    async def resume_from_log(self, event_log: EventLog) -> None:
+        """Continue cycle numbering after the last recorded cycle."""
+        last = await event_log.last_seq()
+        async for row in event_log.read_range(1, last, types=("cycle.opened",)):
+            ev = row.event
+            assert isinstance(ev, CycleOpened)
+            self.cycle = max(self.cycle, ev.cycle)
+
+    async def run_cycle(self, writer: Writer) -> CycleSummary:
+        conf_events = self.conf.poll()
+        if conf_events:
+            await writer.submit(conf_events)
+        active = self.conf.active
+        watermark = self.projection.seq
+        snapshot: ClusterSnapshot = self.projection.freeze()
+        previous = self.projection.explanations()
+        self.cycle += 1
+        cycle = self.cycle
+
+        def work() -> tuple[CycleDecisions, str, tuple[int, int]]:
+            with self.tracer.start_as_current_span("cycle") as span:
+                tid = trace_id_hex(span)
+                span.set_attribute("cycle.id", cycle)
+                span.set_attribute("cycle.watermark", watermark)
+                span.set_attribute("conf.hash", active.hash)
+                out = decide(
+                    snapshot,
+                    active.conf,
+                    cycle=cycle,
+                    watermark=watermark,
+                    conf_hash=active.hash,
+                    trace_id=tid,
+                    previous=previous,
+                    tracer_provider=self.tracer_provider,
+                )
+                closed = out.closed
+                span.set_attribute("cycle.jobs", closed.jobs)
+                span.set_attribute("cycle.tasks", closed.tasks)
+                span.set_attribute("cycle.binds", closed.binds)
+                span.set_attribute("cycle.evictions", closed.evictions)
+                span.set_attribute("cycle.pipelined", closed.pipelined)
+                return out, tid, _counts(snapshot)
+
+        decisions, tid, (bound, pending) = await anyio.to_thread.run_sync(work)
+        seqs = await writer.submit(decisions.events)
+        summary = CycleSummary(cycle=cycle, watermark=watermark, seconds=decisions.duration_s, trace_id=tid)
+        for seq, ev in zip(seqs, decisions.events, strict=True):
+            if isinstance(ev, BindDecided):
+                summary.binds += 1
+                summary.last_decision_seq = seq
+            elif isinstance(ev, EvictDecided):
+                summary.evictions += 1
+                summary.evictions_by_action[ev.action] += 1
+                summary.last_decision_seq = seq
+            elif isinstance(ev, PodGroupStatusChanged):
+                summary.status_changes += 1
+        summary.pipelined = decisions.closed.pipelined
+        summary.bound = bound + summary.binds
+        summary.pending = max(0, pending - summary.binds)
+        for q, figures in decisions.result.queues.items():
+            share = figures.get("share") if isinstance(figures, dict) else None
+            if isinstance(share, int | float):
+                summary.queue_shares[q] = float(share)
+        for w in decisions.result.warnings:
+            if w not in self._warned:
+                self._warned.add(w)
+                log.warning("scheduler: %s", w)
+        return summary
+
+    @property
+    def _warned(self) -> set[str]:
+        w: set[str] | None = getattr(self, "_warned_set", None)
+        if w is None:
+            w = self._warned_set = set()
+        return w
+
+
+def _counts(snapshot: ClusterSnapshot) -> tuple[int, int]:
+    bound = pending = 0
+    for job in snapshot.jobs.values():
+        for t in job.tasks.values():
+            if t.status in _BOUND:
+                bound += 1
+            elif t.status == TaskStatus.PENDING:
+                pending += 1
+    return bound, pending
