@@ -1,0 +1,514 @@
+"""SqliteEventLog: the EventLog on SQLite (aiosqlite): one group-committing writer, read-only readers."""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import sqlite3
+from collections.abc import AsyncIterator, Collection, Sequence
+from pathlib import Path
+from typing import Any
+
+import aiosqlite
+import anyio
+
+from store.codec import CodecError, decode, event_row
+from store.events import Event
+from store.log import (
+    CorruptEventError,
+    LogClosedError,
+    LogError,
+    StoredEvent,
+    check_append_args,
+    check_checkpoint,
+    check_read_args,
+)
+from store.migrate import check_schema, migrate
+
+_INSERT = (
+    "INSERT INTO events (seq, type, v, at_ms, idem_key, body) VALUES (?, ?, ?, ?, ?, ?) "
+    "ON CONFLICT (idem_key) DO NOTHING"
+)
+_UPSERT_CHECKPOINT = (
+    "INSERT INTO checkpoints (consumer, seq) VALUES (?, ?) "
+    "ON CONFLICT (consumer) DO UPDATE SET seq = excluded.seq"
+)
+_UPSERT_SNAPSHOT = (
+    "INSERT INTO snapshots (name, seq, data) VALUES (?, ?, ?) "
+    "ON CONFLICT (name, seq) DO UPDATE SET data = excluded.data"
+)
+_COLUMNS = "seq, type, v, idem_key, body"
+_KEY_CHUNK = 500  # idempotency keys looked up per SELECT (well under SQLite's variable limit)
+
+Row = tuple[str, int, int | None, str | None, bytes]  # type, v, at_ms, idem_key, body
+
+
+class _Request:
+    """One caller's write: rows to append, an optional checkpoint and/or snapshot, and its future."""
+
+    __slots__ = ("checkpoint", "future", "keys", "rows", "snapshot")
+
+    def __init__(
+        self,
+        rows: list[Row],
+        checkpoint: tuple[str, int] | None,
+        snapshot: tuple[str, int, bytes] | None,
+        future: asyncio.Future[list[int]],
+    ) -> None:
+        self.rows = rows
+        self.checkpoint = checkpoint
+        self.snapshot = snapshot
+        self.future = future
+
+
+class SqliteEventLog:
+    """The EventLog on an SQLite file.
+
+    Writes go through one writer task that owns the only read-write connection: it takes the
+    queued requests (up to `max_group_events` events, waiting at most `max_group_wait` seconds for
+    more after the first; 0 takes only what queued during the previous commit) and commits them in
+    one transaction (BEGIN IMMEDIATE … COMMIT, synchronous=FULL, WAL).  Each caller's append
+    resolves after COMMIT, so an acknowledged append is durable.  A commit runs in its own task,
+    shielded from cancellation; a caller cancelled while waiting does not stop its write.  If a
+    group fails, its requests are retried one by one so one bad request fails alone.
+
+    Reads use separate read-only connections (`readers` of them, used in turn), keyset paging on
+    seq.  Open with `await SqliteEventLog.open(path)`; `readonly=True` opens no writer, applies no
+    migration and requires the database to be at the code's schema version.
+    """
+
+    def __init__(
+        self,
+        path: str,
+        *,
+        readonly: bool,
+        writer: aiosqlite.Connection | None,
+        readers: list[aiosqlite.Connection],
+        last_seq: int,
+        max_group_events: int,
+        max_group_wait: float,
+        poll_interval: float,
+    ) -> None:
+        self.path = path
+        self.readonly = readonly
+        self._writer = writer
+        self._readers = readers
+        self._reader_turn = itertools.cycle(range(len(readers)))
+        self._last_seq = last_seq
+        self._max_group_events = max_group_events
+        self._max_group_wait = max_group_wait
+        self._poll_interval = poll_interval
+        self._queue: asyncio.Queue[_Request | None] = asyncio.Queue()
+        self._changed: anyio.Event | None = None
+        self._closed = False
+        self._writer_error: BaseException | None = None
+        self._writer_task: asyncio.Task[None] | None = None
+        self.commits = 0  # transactions committed by the writer (observability, tests)
+
+    # -- opening / closing -----------------------------------------------------------------------
+    @classmethod
+    async def open(
+        cls,
+        path: str | Path,
+        *,
+        readonly: bool = False,
+        readers: int = 2,
+        max_group_events: int = 20000,
+        max_group_wait: float = 0.0,
+        busy_timeout_ms: int = 5000,
+        poll_interval: float = 0.1,
+    ) -> SqliteEventLog:
+        """Open (and unless readonly, create and migrate) the log at `path`."""
+        p = str(path)
+        if readers < 1:
+            raise ValueError("readers: at least 1")
+        if readonly:
+            await anyio.to_thread.run_sync(check_schema, p)
+        else:
+            await anyio.to_thread.run_sync(lambda: migrate(p, busy_timeout_ms=busy_timeout_ms))
+        writer: aiosqlite.Connection | None = None
+        conns: list[aiosqlite.Connection] = []
+        try:
+            if not readonly:
+                writer = await aiosqlite.connect(p, isolation_level=None)
+                for pragma in (
+                    "journal_mode = WAL",
+                    "synchronous = FULL",
+                    f"busy_timeout = {int(busy_timeout_ms)}",
+                ):
+                    await writer.execute(f"PRAGMA {pragma}")
+            uri = f"{Path(p).resolve().as_uri()}?mode=ro"
+            for _ in range(readers):
+                c = await aiosqlite.connect(uri, uri=True, isolation_level=None)
+                conns.append(c)
+                await c.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
+                await c.execute("PRAGMA query_only = 1")
+            rows = list(await conns[0].execute_fetchall("SELECT max(seq) FROM events"))
+            last = int(rows[0][0] or 0)
+        except BaseException as e:
+            for c in [*conns, *([writer] if writer is not None else [])]:
+                await c.close()
+            if isinstance(e, sqlite3.Error):
+                raise LogError(f"{p}: cannot open the event log: {e}") from e
+            raise
+        log = cls(
+            p,
+            readonly=readonly,
+            writer=writer,
+            readers=conns,
+            last_seq=last,
+            max_group_events=max_group_events,
+            max_group_wait=max_group_wait,
+            poll_interval=poll_interval,
+        )
+        if writer is not None:
+            log._writer_task = asyncio.get_running_loop().create_task(
+                log._writer_loop(), name="fumarole-log-writer"
+            )
+        return log
+
+    async def close(self) -> None:
+        """Commit what is queued, stop the writer, close every connection; idempotent."""
+        if self._closed:
+            return
+        self._closed = True
+        if self._writer_task is not None:
+            self._queue.put_nowait(None)
+            with anyio.CancelScope(shield=True):
+                await asyncio.wait([self._writer_task])
+        with anyio.CancelScope(shield=True):
+            if self._writer is not None:
+                await self._writer.close()
+            for c in self._readers:
+                await c.close()
+        self._notify()
+
+    async def __aenter__(self) -> SqliteEventLog:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    # -- writes ----------------------------------------------------------------------------------
+    async def append(
+        self,
+        events: Sequence[Event],
+        *,
+        idem_keys: Sequence[str | None] | None = None,
+        checkpoint: tuple[str, int] | None = None,
+    ) -> list[int]:
+        keys = check_append_args(len(events), idem_keys, checkpoint)
+        rows: list[Row] = []
+        for ev, key in zip(events, keys, strict=True):
+            tag, v, data = event_row(ev)  # an event that cannot be encoded fails the whole batch here
+            at_ms = getattr(ev, "at_ms", None)
+            rows.append((tag, v, at_ms if isinstance(at_ms, int) else None, key, data))
+        if not rows and checkpoint is None:
+            self._check_writable()
+            return []
+        return await self._submit(rows, checkpoint, None)
+
+    async def set_checkpoint(self, consumer: str, seq: int) -> None:
+        check_checkpoint(consumer, seq)
+        await self._submit([], (consumer, seq), None)
+
+    async def save_snapshot(self, name: str, seq: int, data: bytes) -> None:
+        if not isinstance(name, str) or not name:
+            raise ValueError("save_snapshot: the name must be a non-empty string")
+        if isinstance(seq, bool) or not isinstance(seq, int) or seq < 0:
+            raise ValueError(f"save_snapshot: seq must be a non-negative integer, got {seq!r}")
+        await self._submit([], None, (name, seq, bytes(data)))
+
+    def _check_writable(self) -> None:
+        if self.readonly:
+            raise LogError(f"{self.path}: the event log was opened read-only")
+        if self._closed:
+            raise LogClosedError("the event log is closed")
+        if self._writer_error is not None:
+            raise LogClosedError(f"the event log's writer stopped: {self._writer_error!r}")
+
+    async def _submit(
+        self, rows: list[Row], checkpoint: tuple[str, int] | None, snapshot: tuple[str, int, bytes] | None
+    ) -> list[int]:
+        self._check_writable()
+        fut: asyncio.Future[list[int]] = asyncio.get_running_loop().create_future()
+        self._queue.put_nowait(_Request(rows, checkpoint, snapshot, fut))
+        # Once queued, the write happens whatever becomes of the caller: wait for it shielded.
+        with anyio.CancelScope(shield=True):
+            seqs = await asyncio.shield(fut)
+        return seqs
+
+    async def _writer_loop(self) -> None:
+        stop = False
+        try:
+            while not stop:
+                first = await self._queue.get()
+                if first is None:
+                    break
+                group, stop = await self._gather(first)
+                await asyncio.shield(asyncio.ensure_future(self._commit_group(group)))
+        except BaseException as e:
+            self._writer_error = e
+            raise
+        finally:
+            self._fail_queued(LogClosedError("the event log closed before this write was committed"))
+
+    async def _gather(self, first: _Request) -> tuple[list[_Request], bool]:
+        """`first` plus what else is queued, up to max_group_events (whole requests only)."""
+        group = [first]
+        n = len(first.rows)
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self._max_group_wait
+        while n < self._max_group_events:
+            try:
+                nxt = self._queue.get_nowait()
+            except asyncio.QueueEmpty:
+                remaining = deadline - loop.time()
+                if remaining <= 0:
+                    break
+                try:
+                    nxt = await asyncio.wait_for(self._queue.get(), remaining)
+                except TimeoutError:
+                    break
+            if nxt is None:
+                return group, True
+            group.append(nxt)
+            n += len(nxt.rows)
+        return group, False
+
+    async def _commit_group(self, group: list[_Request]) -> None:
+        try:
+            results = await self._transaction(group)
+        except Exception as e:
+            if len(group) == 1:
+                _set_exception(group[0].future, _log_error(e))
+                return
+            for req in group:  # isolate the failing request
+                try:
+                    (res,) = await self._transaction([req])
+                except Exception as e1:
+                    _set_exception(req.future, _log_error(e1))
+                else:
+                    _set_result(req.future, res)
+            return
+        for req, res in zip(group, results, strict=True):
+            _set_result(req.future, res)
+
+    async def _transaction(self, group: list[_Request]) -> list[list[int]]:
+        try:
+            return await self._transaction_once(group)
+        except sqlite3.IntegrityError:
+            # Another process appended since we last looked (stale cached last seq): reload, retry once.
+            assert self._writer is not None
+            rows = list(await self._writer.execute_fetchall("SELECT max(seq) FROM events"))
+            self._last_seq = int(rows[0][0] or 0)
+            return await self._transaction_once(group)
+
+    async def _transaction_once(self, group: list[_Request]) -> list[list[int]]:
+        conn = self._writer
+        assert conn is not None
+        await conn.execute("BEGIN IMMEDIATE")
+        try:
+            known = await self._known_keys(conn, group)
+            next_seq = self._last_seq + 1
+            params: list[tuple[Any, ...]] = []
+            results: list[list[int]] = []
+            checkpoints: dict[str, int] = {}
+            snapshots: list[tuple[str, int, bytes]] = []
+            for req in group:
+                seqs: list[int] = []
+                for tag, v, at_ms, key, data in req.rows:
+                    if key is not None:
+                        old = known.get(key)
+                        if old is not None:
+                            seqs.append(old)
+                            continue
+                        known[key] = next_seq
+                    params.append((next_seq, tag, v, at_ms, key, data))
+                    seqs.append(next_seq)
+                    next_seq += 1
+                results.append(seqs)
+                if req.checkpoint is not None:
+                    checkpoints[req.checkpoint[0]] = req.checkpoint[1]
+                if req.snapshot is not None:
+                    snapshots.append(req.snapshot)
+            if params:
+                cur = await conn.executemany(_INSERT, params)
+                if cur.rowcount != len(params):
+                    raise LogError(
+                        f"append: {len(params) - cur.rowcount} row(s) hit an idempotency conflict the writer "
+                        "did not expect (another writer?); nothing was written"
+                    )
+            if checkpoints:
+                await conn.executemany(_UPSERT_CHECKPOINT, list(checkpoints.items()))
+            if snapshots:
+                await conn.executemany(_UPSERT_SNAPSHOT, snapshots)
+            await conn.execute("COMMIT")
+        except BaseException:
+            if conn.in_transaction:
+                await conn.execute("ROLLBACK")
+            raise
+        self.commits += 1
+        if params:
+            self._last_seq = next_seq - 1
+            self._notify()
+        return results
+
+    @staticmethod
+    async def _known_keys(conn: aiosqlite.Connection, group: list[_Request]) -> dict[str, int]:
+        keys = sorted({r[3] for req in group for r in req.rows if r[3] is not None})
+        known: dict[str, int] = {}
+        for i in range(0, len(keys), _KEY_CHUNK):
+            chunk = keys[i : i + _KEY_CHUNK]
+            marks = ",".join("?" * len(chunk))
+            rows = await conn.execute_fetchall(
+                f"SELECT idem_key, seq FROM events WHERE idem_key IN ({marks})", chunk
+            )
+            known.update((str(k), int(s)) for k, s in rows)
+        return known
+
+    def _fail_queued(self, err: BaseException) -> None:
+        while True:
+            try:
+                req = self._queue.get_nowait()
+            except asyncio.QueueEmpty:
+                return
+            if req is not None:
+                _set_exception(req.future, err)
+
+    def _notify(self) -> None:
+        if self._changed is not None:
+            self._changed.set()
+            self._changed = None
+
+    # -- reads -----------------------------------------------------------------------------------
+    def _reader(self) -> aiosqlite.Connection:
+        if self._closed:
+            raise LogClosedError("the event log is closed")
+        return self._readers[next(self._reader_turn)]
+
+    async def _select(
+        self, from_seq: int, to_seq: int | None, limit: int, types: Collection[str] | None
+    ) -> list[StoredEvent]:
+        sql = f"SELECT {_COLUMNS} FROM events WHERE seq >= ?"
+        params: list[Any] = [from_seq]
+        if to_seq is not None:
+            sql += " AND seq <= ?"
+            params.append(to_seq)
+        if types is not None:
+            wanted = sorted(set(types))
+            if not wanted:
+                return []
+            sql += f" AND type IN ({','.join('?' * len(wanted))})"
+            params.extend(wanted)
+        sql += " ORDER BY seq LIMIT ?"
+        params.append(limit)
+        try:
+            rows = await self._reader().execute_fetchall(sql, params)
+        except sqlite3.Error as e:
+            raise LogError(f"{self.path}: read failed: {e}") from e
+        return [_stored(r) for r in rows]
+
+    async def read(
+        self, from_seq: int = 1, limit: int = 1000, *, types: Collection[str] | None = None
+    ) -> list[StoredEvent]:
+        check_read_args(from_seq, limit)
+        return await self._select(from_seq, None, limit, types)
+
+    async def read_range(
+        self, from_seq: int, to_seq: int, *, types: Collection[str] | None = None, batch: int = 10000
+    ) -> AsyncIterator[StoredEvent]:
+        check_read_args(from_seq, batch)
+        seq = from_seq
+        while seq <= to_seq:
+            page = await self._select(seq, to_seq, batch, types)
+            if not page:
+                return
+            for ev in page:
+                yield ev
+            seq = page[-1].seq + 1
+
+    async def tail(
+        self, from_seq: int, *, limit: int = 1000, timeout: float | None = None
+    ) -> list[StoredEvent]:
+        check_read_args(from_seq, limit)
+        with anyio.move_on_after(timeout):
+            while True:
+                if self._changed is None:
+                    self._changed = anyio.Event()
+                changed = self._changed
+                if self.readonly or from_seq <= self._last_seq:
+                    page = await self._select(from_seq, None, limit, None)
+                    if page:
+                        return page
+                if self._closed:
+                    raise LogClosedError("the event log is closed")
+                if self.readonly:  # another process writes: poll
+                    with anyio.move_on_after(self._poll_interval):
+                        await changed.wait()
+                else:
+                    await changed.wait()
+        return []
+
+    async def last_seq(self) -> int:
+        if not self.readonly:
+            if self._closed:
+                raise LogClosedError("the event log is closed")
+            return self._last_seq
+        rows = list(await self._reader().execute_fetchall("SELECT max(seq) FROM events"))
+        return int(rows[0][0] or 0)
+
+    async def checkpoint(self, consumer: str) -> int:
+        rows = list(
+            await self._reader().execute_fetchall(
+                "SELECT seq FROM checkpoints WHERE consumer = ?", (consumer,)
+            )
+        )
+        return int(rows[0][0]) if rows else 0
+
+    async def checkpoints(self) -> dict[str, int]:
+        """Every consumer's checkpoint (diagnostics)."""
+        rows = await self._reader().execute_fetchall(
+            "SELECT consumer, seq FROM checkpoints ORDER BY consumer"
+        )
+        return {str(c): int(s) for c, s in rows}
+
+    async def latest_snapshot(
+        self, name: str, *, at_or_before: int | None = None
+    ) -> tuple[int, bytes] | None:
+        sql = "SELECT seq, data FROM snapshots WHERE name = ?"
+        params: list[Any] = [name]
+        if at_or_before is not None:
+            sql += " AND seq <= ?"
+            params.append(at_or_before)
+        rows = list(await self._reader().execute_fetchall(sql + " ORDER BY seq DESC LIMIT 1", params))
+        if not rows:
+            return None
+        return int(rows[0][0]), bytes(rows[0][1])
+
+
+def _stored(row: Any) -> StoredEvent:
+    seq, tag, v, key, body = row
+    try:
+        ev = decode(tag, v, body)
+    except CodecError as e:
+        raise CorruptEventError(seq, str(e)) from e
+    return StoredEvent(seq=seq, type=tag, event=ev, idem_key=key)
+
+
+def _log_error(e: Exception) -> Exception:
+    if isinstance(e, sqlite3.Error):
+        err = LogError(f"write failed, nothing of it was written: {type(e).__name__}: {e}")
+        err.__cause__ = e
+        return err
+    return e
+
+
+def _set_result(fut: asyncio.Future[list[int]], res: list[int]) -> None:
+    if not fut.done():
+        fut.set_result(res)
+
+
+def _set_exception(fut: asyncio.Future[list[int]], e: BaseException) -> None:
+    if not fut.done():
+        fut.set_exception(e)
