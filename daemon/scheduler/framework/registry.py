@@ -7,10 +7,12 @@ from typing import Any
 
 from daemon.scheduler.actions import allocate, backfill, enqueue
 from daemon.scheduler.actions import reclaim as reclaim_action
+from daemon.scheduler.actions import shuffle as shuffle_action
 from daemon.scheduler.framework.action import Action
 from daemon.scheduler.framework.plugin import Plugin
 from daemon.scheduler.plugins import (
     binpack,
+    capacity,
     conformance,
     drf,
     gang,
@@ -29,6 +31,7 @@ ACTIONS: dict[str, ActionFactory] = {
     allocate.NAME: allocate.new,
     backfill.NAME: backfill.new,
     reclaim_action.NAME: reclaim_action.new,
+    shuffle_action.NAME: shuffle_action.new,
 }
 
 PLUGINS: dict[str, PluginFactory] = {
@@ -41,8 +44,9 @@ PLUGINS: dict[str, PluginFactory] = {
     predicates.NAME: predicates.new,
     nodeorder.NAME: nodeorder.new,
     binpack.NAME: binpack.new,
+    capacity.NAME: capacity.new,
 }
 
 # Volcano actions and plugins that exist upstream but are not (yet) implemented here: a
 # configuration naming them is accepted with a warning (plugins) or refused clearly (actions).
-KNOWN_UNIMPLEMENTED_ACTIONS = frozenset({"preempt", "shuffle", "gangpreempt", "gangreclaim"})
+KNOWN_UNIMPLEMENTED_ACTIONS = frozenset({"preempt", "gangpreempt", "gangreclaim"})
