@@ -56,6 +56,7 @@ from typing import Any, NoReturn, TypeVar
 import yaml
 
 from daemon.scheduler.framework.conf import GO_PARSE_BOOL
+from daemon.scheduler.model.devices import pod_extended_resources
 from daemon.scheduler.model.job import Condition, JobInfo
 from daemon.scheduler.model.node import NodeFacts, NodeInfo
 from daemon.scheduler.model.quantity import QuantityError, parse_quantity
@@ -1062,6 +1063,7 @@ class _Builder:
             phase=p.phase,
             deleting=p.deleting,
             scheduled_time=p.scheduled_time,
+            extended_resources=pod_extended_resources(s.requests.containers, s.requests.inits),
         )
         return TaskInfo(
             uid=p.uid,

@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from enum import IntEnum
 from typing import Any
 
+from daemon.scheduler.model.devices import ContainerResources
 from daemon.scheduler.model.resources import Resource
 
 
@@ -86,6 +87,8 @@ class PodFacts:
     owner_uid: str = ""
     phase: str = "Pending"
     deleting: bool = False
+    # Per-container extended-resource limits/requests (device plugins read them container by container).
+    extended_resources: tuple[ContainerResources, ...] = ()
     # lastTransitionTime of the first PodScheduled condition with status True (None: no such
     # condition), read by the cdp plugin.
     scheduled_time: float | None = None
@@ -117,6 +120,7 @@ class TaskInfo:
 
     __slots__ = (
         "best_effort",
+        "bind_annotations",
         "creation",
         "eq_key",
         "job",
@@ -165,6 +169,9 @@ class TaskInfo:
         self.pod = pod if pod is not None else PodFacts()
         self.best_effort = resreq.is_empty()
         self.sch_gated = sch_gated
+        # Annotations the scheduler adds to the pod at bind (Volcano's TaskInfo.PodAnnotations beyond
+        # the pod's own, e.g. the GPU card chosen by deviceshare).  Replaced, never mutated in place.
+        self.bind_annotations: dict[str, str] = {}
         # Last discarded transaction: (status, node) or None (Volcano's LastTransaction).
         self.last_tx: tuple[TaskStatus, str] | None = None
         # Key of the equivalence class used by the vectorised predicate path.
