@@ -149,14 +149,6 @@ def reclaim_reason(queue: QueueInfo, task: TaskInfo, job: JobInfo, deciders: lis
     return reason
 
 
-def victim_deciders(ssn: Session) -> list[str]:
-    """The plugins whose Reclaimable votes produced the last victim list (when the session tells)."""
-    deciders: Any = getattr(ssn, "last_victim_plugins", None)
-    if isinstance(deciders, (list, tuple)):
-        return [str(d) for d in deciders]
-    return []
-
-
 class Reclaim:
     name = NAME
 
@@ -243,7 +235,7 @@ class Reclaim:
             if not reclaimees:
                 continue
             victims = ssn.reclaimable(task, reclaimees)
-            deciders = victim_deciders(ssn)
+            deciders = list(ssn.last_victim_deciders)
             if not victims_fit(task, node, victims):
                 continue
             order = victim_order(ssn, task)
