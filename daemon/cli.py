@@ -82,6 +82,9 @@ def build_parser() -> argparse.ArgumentParser:
     from daemon import cli_run
 
     cli_run.add_parser(sub)
+    from daemon import cli_store
+
+    cli_store.add_parsers(sub)
     return p
 
 

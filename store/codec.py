@@ -8,6 +8,7 @@ from typing import Any
 import msgspec
 
 from store.events import EVENT_TYPES, Event, EventBase, event_type
+from store.log import LogError
 
 Upcaster = Callable[[dict[str, Any]], dict[str, Any]]
 """Turns the field map of (type, v) into the field map of (type, v + 1); must set nothing but fields."""
@@ -17,7 +18,7 @@ UPCASTERS: dict[tuple[str, int], Upcaster] = {}
 the registry is empty; when a type's fields change, bump its `v` default and add the step here."""
 
 
-class CodecError(ValueError):
+class CodecError(LogError, ValueError):
     """An event cannot be encoded, or stored bytes cannot be decoded into an event."""
 
 

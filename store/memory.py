@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import bisect
-from collections.abc import AsyncIterator, Collection, Sequence
+from collections.abc import AsyncGenerator, Collection, Sequence
 
 import anyio
 
@@ -110,7 +110,7 @@ class MemoryEventLog:
 
     async def read_range(
         self, from_seq: int, to_seq: int, *, types: Collection[str] | None = None, batch: int = 10000
-    ) -> AsyncIterator[StoredEvent]:
+    ) -> AsyncGenerator[StoredEvent, None]:
         check_read_args(from_seq, batch)
         seq = max(from_seq, 1)
         while True:

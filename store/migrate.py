@@ -122,12 +122,12 @@ def _check_sqlite() -> None:
         raise MigrationError(f"SQLite {sqlite3.sqlite_version} is too old: Fumarole needs {need} or newer")
 
 
-def schema_version(conn: sqlite3.Connection) -> int | None:
+def schema_version(conn: sqlite3.Connection, path: str = "database") -> int | None:
     """The highest applied migration, 0 for an empty database, None when the file holds other tables."""
     try:
         tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_schema WHERE type = 'table'")}
     except sqlite3.DatabaseError as e:
-        raise MigrationError(f"not an SQLite database: {e}") from e
+        raise MigrationError(f"{path}: not an SQLite database ({e})") from e
     if "schema_migrations" not in tables:
         return 0 if not tables else None
     row = conn.execute("SELECT max(version) FROM schema_migrations").fetchone()
@@ -153,7 +153,7 @@ def migrate(
         raise MigrationError(f"{path}: cannot open: {e}") from e
     try:
         conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
-        current = schema_version(conn)
+        current = schema_version(conn, path)
         if current is None:
             raise MigrationError(f"{path}: not a Fumarole event log (it holds other tables)")
         if current > code_version:
@@ -211,7 +211,7 @@ def check_schema(path: str, *, migrations: list[Migration] | None = None) -> int
     except sqlite3.Error as e:
         raise MigrationError(f"{path}: cannot open read-only: {e}") from e
     try:
-        current = schema_version(conn)
+        current = schema_version(conn, path)
     except sqlite3.DatabaseError as e:
         raise MigrationError(f"{path}: {e}") from e
     finally:

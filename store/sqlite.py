@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import sqlite3
-from collections.abc import AsyncIterator, Collection, Sequence
+from collections.abc import AsyncGenerator, Collection, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -417,7 +417,7 @@ class SqliteEventLog:
 
     async def read_range(
         self, from_seq: int, to_seq: int, *, types: Collection[str] | None = None, batch: int = 10000
-    ) -> AsyncIterator[StoredEvent]:
+    ) -> AsyncGenerator[StoredEvent, None]:
         check_read_args(from_seq, batch)
         seq = from_seq
         while seq <= to_seq:
