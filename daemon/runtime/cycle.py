@@ -37,6 +37,7 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
+from daemon.cache.projection import session_id
 from daemon.scheduler.framework.conf import SchedulerConf
 from daemon.scheduler.framework.run import SessionResult, run_session
 from daemon.scheduler.model.job import JobInfo
@@ -97,11 +98,6 @@ REASON_CODES: dict[str, int] = {
     "not-reached": 12,
     "other": 13,
 }
-
-
-def session_id(cycle: int) -> str:
-    """The session id of a cycle (it becomes the transition id of the conditions it writes)."""
-    return f"session-{cycle}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -259,9 +255,7 @@ def _task_index(snap: ClusterSnapshot) -> dict[str, tuple[TaskInfo, JobInfo]]:
     return idx
 
 
-def _lookup(
-    idx: Mapping[str, tuple[TaskInfo, JobInfo]], key: str
-) -> tuple[TaskInfo | None, JobInfo | None]:
+def _lookup(idx: Mapping[str, tuple[TaskInfo, JobInfo]], key: str) -> tuple[TaskInfo | None, JobInfo | None]:
     hit = idx.get(key)
     return (hit[0], hit[1]) if hit is not None else (None, None)
 
@@ -417,7 +411,9 @@ def _explanations(
             old = previous[uid]
             if old.message or old.reasons:
                 out.append(
-                    JobExplained(cycle=cycle, namespace=ns, name=name, queue=old.queue, message="", trace_id=trace_id)
+                    JobExplained(
+                        cycle=cycle, namespace=ns, name=name, queue=old.queue, message="", trace_id=trace_id
+                    )
                 )
             continue
         job = jobs[uid]
@@ -437,8 +433,8 @@ def _explanations(
             pods=dict(sorted(pods.items())),
             trace_id=trace_id,
         )
-        old = previous.get(uid)
-        if old is None or explanation_key(old) != explanation_key(ev):
+        before = previous.get(uid)
+        if before is None or explanation_key(before) != explanation_key(ev):
             out.append(ev)
     return out
 
@@ -485,7 +481,9 @@ def first_difference(recorded: Sequence[Any], recomputed: Sequence[Any]) -> str 
         if comparable(a) != comparable(b):
             return f"decision {i}: recorded {describe(a)}; recomputed {describe(b)}"
     if len(recorded) > len(recomputed):
-        return f"decision {len(recomputed)}: recorded {describe(recorded[len(recomputed)])}; recomputed nothing"
+        return (
+            f"decision {len(recomputed)}: recorded {describe(recorded[len(recomputed)])}; recomputed nothing"
+        )
     if len(recomputed) > len(recorded):
         return f"decision {len(recorded)}: recorded nothing; recomputed {describe(recomputed[len(recorded)])}"
     return None

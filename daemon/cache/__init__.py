@@ -1,0 +1,18 @@
+"""The projection (daemon/cache): events folded into cluster state, frozen into ClusterSnapshots."""
+
+from daemon.cache.load import SNAPSHOT_NAME, fold_log, load, save
+from daemon.cache.projection import Projection, session_id
+from daemon.cache.snapshot_codec import SnapshotFormatError, decode_projection, encode_projection, state_image
+
+__all__ = [
+    "SNAPSHOT_NAME",
+    "Projection",
+    "SnapshotFormatError",
+    "decode_projection",
+    "encode_projection",
+    "fold_log",
+    "load",
+    "save",
+    "session_id",
+    "state_image",
+]

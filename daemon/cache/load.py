@@ -1,0 +1,63 @@
+"""Projection <-> event log: rebuild from the newest snapshot plus the tail, save snapshots."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from daemon.cache.projection import Projection
+from daemon.cache.snapshot_codec import SnapshotFormatError, decode_projection, encode_projection
+from daemon.cache.state import DEFAULT_SCHEDULER_NAMES
+from daemon.scheduler.model.queue import DEFAULT_QUEUE
+from store.log import EventLog
+
+__all__ = ["SNAPSHOT_NAME", "fold_log", "load", "save"]
+
+SNAPSHOT_NAME = "cache"
+
+
+async def fold_log(log: EventLog, p: Projection, *, to_seq: int | None = None, batch: int = 10000) -> None:
+    """Fold every event after `p.seq` (up to `to_seq`, default the end of the log) into `p`."""
+    last = await log.last_seq() if to_seq is None else to_seq
+    if last <= p.seq:
+        return
+    fold = p.fold
+    async for row in log.read_range(p.seq + 1, last, batch=batch):
+        fold(row.seq, row.event)
+
+
+async def load(
+    log: EventLog,
+    *,
+    to_seq: int | None = None,
+    use_snapshot: bool = True,
+    scheduler_names: Iterable[str] = DEFAULT_SCHEDULER_NAMES,
+    default_queue: str = DEFAULT_QUEUE,
+) -> Projection:
+    """The projection at `to_seq` (default: the end): newest usable snapshot at or before it + the tail.
+
+    A snapshot written by another format, or for other scheduler names / default queue, is
+    ignored and the log is folded from the start.  Raises the log's CorruptEventError as is.
+    """
+    names = tuple(scheduler_names)
+    p: Projection | None = None
+    if use_snapshot:
+        snap = await log.latest_snapshot(SNAPSHOT_NAME, at_or_before=to_seq)
+        if snap is not None:
+            try:
+                p = decode_projection(snap[1])
+            except SnapshotFormatError:
+                p = None
+            if p is not None and (p.scheduler_names != names or p.default_queue != default_queue):
+                p = None
+            if p is not None and p.seq != snap[0]:
+                p = None
+    if p is None:
+        p = Projection(scheduler_names=names, default_queue=default_queue)
+    await fold_log(log, p, to_seq=to_seq)
+    return p
+
+
+async def save(log: EventLog, p: Projection) -> int:
+    """Save the projection's state as the "cache" snapshot at its seq; returns that seq."""
+    await log.save_snapshot(SNAPSHOT_NAME, p.seq, encode_projection(p))
+    return p.seq
