@@ -83,8 +83,11 @@ def _job(j: JobInfo) -> dict[str, Any]:
         "annotations": j.annotations,
         "preemptable": j.preemptable,
         "has_pod_group": j.has_pod_group,
-        "status": [st.phase, [c.as_dict() | {"id": c.transition_id} for c in st.conditions], st.running]
-        + [st.succeeded, st.failed],
+        "status": {
+            "phase": st.phase,
+            "conditions": [c.as_dict() | {"id": c.transition_id} for c in st.conditions],
+            "counts": [st.running, st.succeeded, st.failed],
+        },
         "allocated": _res(j.allocated),
         "total_request": _res(j.total_request),
         "tasks": [_task(t) for t in j.tasks.values()],
