@@ -1,6 +1,6 @@
 """The projection (daemon/cache): events folded into cluster state, frozen into ClusterSnapshots."""
 
-from daemon.cache.load import SNAPSHOT_NAME, fold_log, load, save
+from daemon.cache.load import SNAPSHOT_NAME, fold_log, load, load_projection, save, save_projection
 from daemon.cache.projection import Projection, session_id
 from daemon.cache.snapshot_codec import SnapshotFormatError, decode_projection, encode_projection, state_image
 
@@ -12,7 +12,9 @@ __all__ = [
     "encode_projection",
     "fold_log",
     "load",
+    "load_projection",
     "save",
+    "save_projection",
     "session_id",
     "state_image",
 ]

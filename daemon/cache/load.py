@@ -10,7 +10,7 @@ from daemon.cache.state import DEFAULT_SCHEDULER_NAMES
 from daemon.scheduler.model.queue import DEFAULT_QUEUE
 from store.log import EventLog
 
-__all__ = ["SNAPSHOT_NAME", "fold_log", "load", "save"]
+__all__ = ["SNAPSHOT_NAME", "fold_log", "load", "load_projection", "save", "save_projection"]
 
 SNAPSHOT_NAME = "cache"
 
@@ -61,3 +61,7 @@ async def save(log: EventLog, p: Projection) -> int:
     """Save the projection's state as the "cache" snapshot at its seq; returns that seq."""
     await log.save_snapshot(SNAPSHOT_NAME, p.seq, encode_projection(p))
     return p.seq
+
+
+load_projection = load
+save_projection = save

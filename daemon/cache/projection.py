@@ -64,9 +64,9 @@ class Projection(ProjectionState):
         self.problems: list[str] = []
 
     # ------------------------------------------------------------------------- reads
-    def explanations_in_force(self) -> dict[str, JobExplained]:
-        """The job explanations folded so far (pass to runtime.cycle.decide as `previous`)."""
-        return dict(self.explanations)
+    def explanations(self) -> dict[str, JobExplained]:
+        """The job explanations folded so far, by job id (pass to runtime.cycle.decide as `previous`)."""
+        return dict(self.explained)
 
     def manifest(self, kind: str, namespace: str, name: str) -> dict[str, Any] | None:
         return self.objects[kind].get((namespace, name))

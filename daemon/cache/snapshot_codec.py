@@ -57,7 +57,7 @@ def state_image(p: Projection) -> _Image:
         binds=[(ns, name, b.seq, b.node, b.uid) for (ns, name), b in p.binds.items()],
         evictions=[(ns, name, s, uid) for (ns, name), (s, uid) in p.evictions.items()],
         pg_status=list(p.pg_status.values()),
-        explanations=list(p.explanations.values()),
+        explanations=list(p.explained.values()),
         members=sorted(p.members.items()),
         resyncs=[
             (source, kinds, sorted((kind, ns, name) for kind, (ns, name) in seen))
@@ -100,7 +100,7 @@ def decode_projection(data: bytes) -> Projection:
     p.binds = {(ns, name): BindOverlay(s, node, uid) for ns, name, s, node, uid in img.binds}
     p.evictions = {(ns, name): (s, uid) for ns, name, s, uid in img.evictions}
     p.pg_status = {(e.namespace, e.name): e for e in img.pg_status}
-    p.explanations = {f"{e.namespace}/{e.name}": e for e in img.explanations}
+    p.explained = {f"{e.namespace}/{e.name}": e for e in img.explanations}
     p.members = dict(img.members)
     p.resyncs = {
         source: (tuple(kinds), {(kind, (ns, name)) for kind, ns, name in seen})

@@ -31,7 +31,7 @@ Folding rules (decisions and outcomes, what Volcano's cache does on its own writ
   has a `status` replaces it (the API server's copy wins); one without `status` keeps it.  The
   status of a PodGroup made for a pod without group name (`podgroup-<uid>`) is dropped once
   no pod of that group is left and no PodGroup object of that name exists.
-* `JobExplained` records the job's explanation (an empty one removes it).
+* `JobExplained` records the job's explanation (an empty one removes it); `explanations()`.
 * `CycleOpened` advances `last_cycle`; `ConfigurationRecorded` sets `conf_hash`.  Other
   decisions (pipelines, cycle closed, rejected configurations) change nothing: pipelining
   lives only inside a session, as in Volcano.
@@ -196,7 +196,7 @@ class ProjectionState:
         self.binds: dict[Key, BindOverlay] = {}
         self.evictions: dict[Key, tuple[int, str]] = {}  # (decision seq, pod uid)
         self.pg_status: dict[Key, PodGroupStatusChanged] = {}
-        self.explanations: dict[str, JobExplained] = {}
+        self.explained: dict[str, JobExplained] = {}
         self.members: dict[str, int] = {}  # job id -> pods of ours in it
         self.resyncs: dict[str, tuple[tuple[str, ...], set[tuple[str, Key]]]] = {}
         # Called with (kind, key) when an object is upserted or deleted (subclasses drop caches).
@@ -354,9 +354,9 @@ class ProjectionState:
     def _explained(self, seq: int, e: JobExplained) -> None:
         uid = f"{e.namespace}/{e.name}"
         if not e.message and not e.reasons:
-            self.explanations.pop(uid, None)
+            self.explained.pop(uid, None)
         else:
-            self.explanations[uid] = e
+            self.explained[uid] = e
 
     def _cycle_opened(self, seq: int, e: CycleOpened) -> None:
         self.last_cycle = max(self.last_cycle, e.cycle)
