@@ -13,14 +13,20 @@ from daemon.scheduler.framework.plugin import Plugin
 from daemon.scheduler.plugins import (
     binpack,
     capacity,
+    cdp,
     conformance,
     drf,
     gang,
+    nodegroup,
     nodeorder,
     overcommit,
+    pdb,
     predicates,
     priority,
     proportion,
+    resourcequota,
+    sla,
+    tdm,
 )
 
 ActionFactory = Callable[[], Action]
@@ -45,6 +51,12 @@ PLUGINS: dict[str, PluginFactory] = {
     nodeorder.NAME: nodeorder.new,
     binpack.NAME: binpack.new,
     capacity.NAME: capacity.new,
+    sla.NAME: sla.new,
+    resourcequota.NAME: resourcequota.new,
+    tdm.NAME: tdm.new,
+    pdb.NAME: pdb.new,
+    cdp.NAME: cdp.new,
+    nodegroup.NAME: nodegroup.new,
 }
 
 # Volcano actions and plugins that exist upstream but are not (yet) implemented here: a
