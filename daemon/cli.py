@@ -85,6 +85,9 @@ def build_parser() -> argparse.ArgumentParser:
     from daemon import cli_store
 
     cli_store.add_parsers(sub)
+    from daemon import cli_replay
+
+    cli_replay.add_parser(sub)
     return p
 
 
