@@ -6,6 +6,7 @@ from collections.abc import Callable
 from typing import Any
 
 from daemon.scheduler.actions import allocate, backfill, enqueue
+from daemon.scheduler.actions import gangpreempt as gangpreempt_action
 from daemon.scheduler.actions import preempt as preempt_action
 from daemon.scheduler.actions import reclaim as reclaim_action
 from daemon.scheduler.actions import shuffle as shuffle_action
@@ -40,6 +41,7 @@ ACTIONS: dict[str, ActionFactory] = {
     reclaim_action.NAME: reclaim_action.new,
     shuffle_action.NAME: shuffle_action.new,
     preempt_action.NAME: preempt_action.new,
+    gangpreempt_action.NAME: gangpreempt_action.new,
 }
 
 PLUGINS: dict[str, PluginFactory] = {
@@ -63,4 +65,4 @@ PLUGINS: dict[str, PluginFactory] = {
 
 # Volcano actions and plugins that exist upstream but are not (yet) implemented here: a
 # configuration naming them is accepted with a warning (plugins) or refused clearly (actions).
-KNOWN_UNIMPLEMENTED_ACTIONS = frozenset({"gangpreempt", "gangreclaim"})
+KNOWN_UNIMPLEMENTED_ACTIONS = frozenset({"gangreclaim"})
