@@ -8,7 +8,7 @@ walks that list with Volcano's rule (first non-zero, AND, OR, vote, tiered inter
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -370,7 +370,8 @@ class Combinators:
     def allocatable_fn(self, queue: QueueInfo, task: TaskInfo) -> bool:
         return all(fn(queue, task) for _, fn in self._flat[ALLOCATABLE])
 
-    def preemptive(self, queue: QueueInfo, task: TaskInfo) -> bool:
+    def preemptive(self, queue: QueueInfo, task: TaskInfo | Sequence[TaskInfo]) -> bool:
+        """PreemptiveFn (AND): reclaim passes one task, gangreclaim a job's pending tasks."""
         return all(fn(queue, task) for _, fn in self._flat[PREEMPTIVE])
 
     def job_ready(self, job: JobInfo) -> bool:

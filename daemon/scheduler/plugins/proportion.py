@@ -8,6 +8,7 @@ dimensions; jobs are admitted while minResources fit the queue's real capability
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -203,8 +204,14 @@ class ProportionPlugin:
         def allocatable(queue: QueueInfo, task: TaskInfo) -> bool:
             return queue_allocatable(queue, task.resreq)
 
-        def preemptive(queue: QueueInfo, task: TaskInfo) -> bool:
-            return queue_allocatable(queue, task.resreq)
+        def preemptive(queue: QueueInfo, candidates: TaskInfo | Sequence[TaskInfo]) -> bool:
+            # Volcano's PreemptiveFn takes a list (gangreclaim asks for a whole job's pending
+            # tasks at once): their summed request must fit the deserved share.
+            tasks = [candidates] if isinstance(candidates, TaskInfo) else candidates
+            total = Resource()
+            for t in tasks:
+                total.add(t.resreq)
+            return queue_allocatable(queue, total)
 
         def enqueueable(job: JobInfo) -> int:
             queue = ssn.queues[job.queue]
