@@ -1,0 +1,95 @@
+"""The codec: round trips of every event type, versioning and upcasting, refusal of bad bytes."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+import msgspec
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from fumarole_store_kit import ALL_SAMPLES, clock, node
+
+from store.codec import UPCASTERS, CodecError, current_version, decode, encode, event_row
+from store.events import EVENT_TYPES, NodeUpserted, event_type
+
+
+def test_samples_cover_every_event_type():
+    assert sorted(event_type(e) for e in ALL_SAMPLES) == sorted(EVENT_TYPES)
+
+
+@pytest.mark.parametrize("event", ALL_SAMPLES, ids=lambda e: event_type(e))
+def test_round_trip(event):
+    tag, v, data = event_row(event)
+    assert tag == event_type(event)
+    assert v == current_version(tag) == 1
+    assert decode(tag, v, data) == event
+    # the bytes are a msgpack map carrying the tag and the version
+    raw = msgspec.msgpack.decode(data)
+    assert raw["type"] == tag and raw["v"] == 1
+
+
+def test_encoding_is_deterministic_for_equal_events():
+    assert encode(node(1)) == encode(node(1))
+    assert encode(node(1)) != encode(node(2))
+
+
+def test_encode_refuses_non_events_and_unencodable_values():
+    with pytest.raises(CodecError, match="not an event"):
+        encode({"type": "node.upserted"})  # type: ignore[arg-type]
+    with pytest.raises(CodecError, match="cannot encode"):
+        encode(NodeUpserted(name="a", manifest={"x": object()}))
+    with pytest.raises(CodecError, match="v=3"):
+        encode(NodeUpserted(name="a", manifest={}, v=3))
+
+
+@pytest.mark.parametrize(
+    ("type_", "v", "data", "message"),
+    [
+        ("node.nope", 1, encode(node(1)), "unknown event type 'node.nope'"),
+        ("node.upserted", 2, encode(node(1)), "newer Fumarole"),
+        ("node.upserted", 1, b"\xc1", "node.upserted v1"),
+        ("node.upserted", 1, b"", "node.upserted v1"),
+        ("node.upserted", 1, encode(clock(1)), "Invalid value 'clock.advanced'"),
+        ("node.upserted", 1, msgspec.msgpack.encode({"type": "node.upserted", "name": 3}), "Expected `str`"),
+        ("node.upserted", 0, encode(node(1)), "no upcaster"),
+    ],
+)
+def test_decode_refuses_bad_rows(type_, v, data, message):
+    with pytest.raises(CodecError, match=message):
+        decode(type_, v, data)
+
+
+def test_upcasters_run_in_order_from_the_stored_version():
+    calls: list[int] = []
+
+    def v_minus1_to_0(f: dict[str, Any]) -> dict[str, Any]:
+        calls.append(-1)
+        f["node_name"] = f.pop("nodename")
+        return f
+
+    def v0_to_1(f: dict[str, Any]) -> dict[str, Any]:
+        calls.append(0)
+        f["name"] = f.pop("node_name")
+        f.setdefault("manifest", {})
+        return f
+
+    table = {("node.upserted", -1): v_minus1_to_0, ("node.upserted", 0): v0_to_1}
+    old = msgspec.msgpack.encode({"type": "node.upserted", "v": -1, "nodename": "n1", "at_ms": 5})
+    ev = decode("node.upserted", -1, old, upcasters=table)
+    assert ev == NodeUpserted(name="n1", manifest={}, at_ms=5)
+    assert ev.v == 1
+    assert calls == [-1, 0]
+
+
+def test_an_upcaster_producing_a_bad_shape_is_an_error():
+    table = {("node.upserted", 0): lambda f: {"name": 1}}
+    with pytest.raises(CodecError, match="upcast from v0"):
+        decode("node.upserted", 0, msgspec.msgpack.encode({"x": 1}), upcasters=table)
+
+
+def test_shipped_upcaster_registry_only_names_known_types_and_old_versions():
+    for (tag, v), fn in UPCASTERS.items():
+        assert tag in EVENT_TYPES and v < current_version(tag) and callable(fn)
