@@ -17,6 +17,7 @@ from daemon.scheduler.plugins import (
     capacity,
     cdp,
     conformance,
+    deviceshare,
     drf,
     gang,
     nodegroup,
@@ -26,8 +27,10 @@ from daemon.scheduler.plugins import (
     predicates,
     priority,
     proportion,
+    resource_strategy_fit,
     resourcequota,
     sla,
+    task_topology,
     tdm,
 )
 
@@ -61,6 +64,9 @@ PLUGINS: dict[str, PluginFactory] = {
     pdb.NAME: pdb.new,
     cdp.NAME: cdp.new,
     nodegroup.NAME: nodegroup.new,
+    deviceshare.NAME: deviceshare.new,
+    task_topology.NAME: task_topology.new,
+    resource_strategy_fit.NAME: resource_strategy_fit.new,
 }
 
 # Volcano actions and plugins that exist upstream but are not (yet) implemented here: a

@@ -1,0 +1,272 @@
+"""The deviceshare plugin: GPU cards per node (gpushare, vGPU) filtered, scored and allocated.
+
+Volcano keeps device pools in each NodeInfo (`Others`), updates them when a task is added to
+or removed from a node, and allocates cards in the *predicates* plugin's allocate handler.
+Fumarole keeps the pools in this plugin for the session and drives them from one event
+handler in the same order: the node-level accounting (a task added with any status but
+Pipelined/Releasing occupies the cards its own annotations name; removing it frees them), then,
+when the predicates plugin is configured, the card allocation whose annotations are recorded on
+the task (`TaskInfo.bind_annotations`), so later tasks of the session see the card as used.
+
+Deviations, all documented in docs/reference/plugin-deviceshare.md: the node lock is checked
+when filtering (Volcano fails the allocation instead: Fumarole's event handlers cannot fail),
+the Ascend NPU devices and `deviceshare.GPUExclusiveRules` are not implemented (warning), and
+ties among cards are broken by card index.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from daemon.scheduler.framework import combinators as cb
+from daemon.scheduler.framework.conf import ConfError, arg_bool, arg_int, arg_str
+from daemon.scheduler.framework.session import EventHandler, Session
+from daemon.scheduler.model.fit import Code, FitError, fit_error
+from daemon.scheduler.model.node import NodeInfo
+from daemon.scheduler.model.task import TaskInfo, TaskStatus
+from daemon.scheduler.plugins.deviceshare_gpushare import GpuSharePool
+from daemon.scheduler.plugins.deviceshare_vgpu import VGpuPool
+
+NAME = "deviceshare"
+GPU_SHARING_ENABLE = "deviceshare.GPUSharingEnable"
+GPU_NUMBER_ENABLE = "deviceshare.GPUNumberEnable"
+VGPU_ENABLE = "deviceshare.VGPUEnable"
+NODE_LOCK_ENABLE = "deviceshare.NodeLockEnable"
+ASCEND_MINDCLUSTER_VNPU_ENABLE = "deviceshare.AscendMindClusterVNPUEnable"
+ASCEND_HAMI_VNPU_ENABLE = "deviceshare.AscendHAMiVNPUEnable"
+SCHEDULE_POLICY = "deviceshare.SchedulePolicy"
+SCHEDULE_WEIGHT = "deviceshare.ScheduleWeight"
+KNOWN_GEOMETRIES_CM_NAME = "deviceshare.KnownGeometriesCMName"
+KNOWN_GEOMETRIES_CM_NAMESPACE = "deviceshare.KnownGeometriesCMNamespace"
+GPU_EXCLUSIVE_RULES = "deviceshare.GPUExclusiveRules"
+PREDICATES_PLUGIN = "predicates"
+NODE_LOCK_SECONDS = 300.0
+_RFC3339 = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})$")
+
+Pool = GpuSharePool | VGpuPool
+
+
+@dataclass(frozen=True, slots=True)
+class DeviceShareArgs:
+    """Every argument Volcano's deviceshare reads, with its default."""
+
+    gpu_sharing: bool = False
+    gpu_number: bool = False
+    vgpu: bool = False
+    node_lock: bool = False
+    ascend_mindcluster_vnpu: bool = False
+    ascend_hami_vnpu: bool = False
+    schedule_policy: str = ""
+    schedule_weight: int = 0
+    known_geometries_cm_name: str = "volcano-vgpu-device-config"
+    known_geometries_cm_namespace: str = "kube-system"
+    exclusive_rules: bool = False
+
+
+def parse_arguments(arguments: dict[str, Any]) -> DeviceShareArgs:
+    """Read the arguments; Volcano's fatal combinations are configuration errors here."""
+    a = DeviceShareArgs(
+        gpu_sharing=arg_bool(arguments, GPU_SHARING_ENABLE, False),
+        gpu_number=arg_bool(arguments, GPU_NUMBER_ENABLE, False),
+        vgpu=arg_bool(arguments, VGPU_ENABLE, False),
+        node_lock=arg_bool(arguments, NODE_LOCK_ENABLE, False),
+        ascend_mindcluster_vnpu=arg_bool(arguments, ASCEND_MINDCLUSTER_VNPU_ENABLE, False),
+        ascend_hami_vnpu=arg_bool(arguments, ASCEND_HAMI_VNPU_ENABLE, False),
+        schedule_policy=arg_str(arguments, SCHEDULE_POLICY, ""),
+        schedule_weight=arg_int(arguments, SCHEDULE_WEIGHT, 0),
+        known_geometries_cm_name=arg_str(arguments, KNOWN_GEOMETRIES_CM_NAME, "volcano-vgpu-device-config"),
+        known_geometries_cm_namespace=arg_str(arguments, KNOWN_GEOMETRIES_CM_NAMESPACE, "kube-system"),
+        exclusive_rules=GPU_EXCLUSIVE_RULES in arguments,
+    )
+    if a.gpu_sharing and a.gpu_number:
+        raise ConfError(
+            f"plugin {NAME}: {GPU_SHARING_ENABLE} and {GPU_NUMBER_ENABLE}: "
+            "can not define true in both gpu sharing and gpu number"
+        )
+    if (a.gpu_sharing or a.gpu_number) and a.vgpu:
+        raise ConfError(f"plugin {NAME}: {VGPU_ENABLE}: gpu-share and vgpu can't be used together")
+    return a
+
+
+def warnings_for(a: DeviceShareArgs) -> list[str]:
+    out = []
+    if a.ascend_mindcluster_vnpu:
+        out.append(
+            f"{NAME}: {ASCEND_MINDCLUSTER_VNPU_ENABLE}: Ascend NPU devices are not implemented; ignored"
+        )
+    if a.ascend_hami_vnpu:
+        out.append(f"{NAME}: {ASCEND_HAMI_VNPU_ENABLE}: Ascend NPU devices are not implemented; ignored")
+    if a.exclusive_rules:
+        out.append(f"{NAME}: {GPU_EXCLUSIVE_RULES}: exclusive GPU rules are not implemented; ignored")
+    return out
+
+
+def _lock_time(text: str) -> float | None:
+    if not _RFC3339.match(text):
+        return None
+    try:
+        return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        return None
+
+
+@dataclass(slots=True)
+class NodeDevices:
+    """The registered device pools of one node, in Volcano's registration order."""
+
+    pools: list[Pool] = field(default_factory=list)
+
+
+class DeviceSharePlugin:
+    name = NAME
+
+    def __init__(self, arguments: dict[str, Any]) -> None:
+        self.args = parse_arguments(arguments)
+        self.nodes: dict[str, NodeDevices] = {}
+        # Task uid -> node whose pools hold the task through node-level accounting.
+        self.on_node: dict[str, str] = {}
+        # (node, lock name) locked during this session by an allocation (deviceshare.NodeLockEnable).
+        self.session_locks: set[tuple[str, str]] = set()
+        self.allocates_cards = False
+        self.now = 0.0
+
+    # ----------------------------------------------------------------- pools
+    def _pools_of(self, node: NodeInfo) -> NodeDevices:
+        a = self.args
+        nd = NodeDevices()
+        if a.gpu_sharing or a.gpu_number:
+            gs = GpuSharePool.from_node(node, sharing=a.gpu_sharing, number=a.gpu_number)
+            if gs is not None:
+                nd.pools.append(gs)
+        if a.vgpu:
+            vg = VGpuPool.from_node(node)
+            if vg is not None:
+                nd.pools.append(vg)
+        return nd
+
+    def pools(self, node_name: str) -> list[Pool]:
+        nd = self.nodes.get(node_name)
+        return nd.pools if nd is not None else []
+
+    def _node_add(self, task: TaskInfo, node_name: str, annotations: dict[str, str]) -> None:
+        pools = self.pools(node_name)
+        if not pools:
+            return
+        for p in pools:
+            p.add_resource(task, annotations)
+        self.on_node[task.uid] = node_name
+
+    def _node_sub(self, task: TaskInfo) -> None:
+        node_name = self.on_node.pop(task.uid, None)
+        if node_name is None:
+            return
+        for p in self.pools(node_name):
+            p.sub_resource(task, task.pod.annotations)
+
+    # ----------------------------------------------------------------- node lock
+    def locked(self, node: NodeInfo, lock_name: str) -> bool:
+        """LockNode would fail: locked earlier in this session, or an unexpired lock annotation."""
+        if (node.name, lock_name) in self.session_locks:
+            return True
+        text = node.facts.annotations.get(lock_name)
+        if text is None:
+            return False
+        t = _lock_time(text)
+        if t is None:
+            return True
+        return self.now - t <= NODE_LOCK_SECONDS
+
+    # ----------------------------------------------------------------- callbacks
+    def predicate(self, task: TaskInfo, node: NodeInfo) -> FitError | None:
+        for p in self.pools(node.name):
+            if not p.has_request(task):
+                continue
+            msg = p.filter(task, self.args.schedule_policy)
+            if msg is None and self.args.node_lock and p.needs_lock(task) and self.locked(node, p.lock_name):
+                msg = f"{p.device_name} node {node.name} is locked ({NODE_LOCK_ENABLE})"
+            if msg is not None:
+                return fit_error(task.namespace, task.name, node.name, Code.UNSCHEDULABLE, msg)
+        return None
+
+    def device_score(self, task: TaskInfo, node: NodeInfo) -> float:
+        """getDeviceScore: the pools' scores summed and rounded half up, times the weight."""
+        if self.args.schedule_weight <= 0:
+            return 0.0
+        s = sum(p.score(task) for p in self.pools(node.name) if p.has_request(task))
+        return float(math.floor(s + 0.5) * self.args.schedule_weight)
+
+    def on_allocate(self, ssn: Session, task: TaskInfo) -> None:
+        node_name = task.node_name
+        if not self.pools(node_name):
+            return
+        if task.status not in (TaskStatus.PIPELINED, TaskStatus.RELEASING):
+            self._node_add(task, node_name, dict(task.pod.annotations))
+        if not self.allocates_cards:
+            return
+        node = ssn.nodes[node_name]
+        for p in self.pools(node_name):
+            if not p.has_request(task):
+                continue
+            res = p.allocate(task, self.args.schedule_policy, self.now)
+            if isinstance(res, str):
+                ssn.warnings.append(f"{NAME}: allocating {p.device_name} to {task.key} on {node_name}: {res}")
+                continue
+            if self.args.node_lock and p.needs_lock(task):
+                self.session_locks.add((node.name, p.lock_name))
+            if res:
+                task.bind_annotations = {**task.bind_annotations, **res}
+
+    def on_deallocate(self, task: TaskInfo) -> None:
+        node_name = task.node_name
+        self._node_sub(task)
+        if not self.allocates_cards:
+            return
+        for p in self.pools(node_name):
+            if not p.has_request(task):
+                continue
+            keys = p.release(task)
+            if keys and any(k in task.bind_annotations for k in keys):
+                task.bind_annotations = {k: v for k, v in task.bind_annotations.items() if k not in keys}
+
+    # ----------------------------------------------------------------- session
+    def on_session_open(self, ssn: Session) -> None:
+        for w in warnings_for(self.args):
+            if w not in ssn.warnings:
+                ssn.warnings.append(w)
+        self.now = ssn.now
+        self.nodes = {}
+        self.on_node = {}
+        self.session_locks = set()
+        for node in ssn.node_list:
+            nd = self._pools_of(node)
+            if not nd.pools:
+                continue
+            self.nodes[node.name] = nd
+            for t in node.tasks.values():
+                if t.status in (TaskStatus.PIPELINED, TaskStatus.RELEASING):
+                    continue
+                # The cache's pod carries what earlier bindings wrote.
+                self._node_add(t, node.name, {**t.pod.annotations, **t.bind_annotations})
+        self.allocates_cards = ssn.plugin_option(PREDICATES_PLUGIN) is not None
+        if self.nodes and not self.allocates_cards:
+            ssn.warnings.append(
+                f"{NAME}: the predicates plugin is not configured, so no card is allocated to a placed "
+                "pod (Volcano allocates cards in the predicates plugin's allocate handler)"
+            )
+        ssn.register(cb.PREDICATE, NAME, self.predicate)
+        ssn.register(cb.NODE_ORDER, NAME, self.device_score)
+        ssn.add_event_handler(
+            EventHandler(allocate=lambda t: self.on_allocate(ssn, t), deallocate=self.on_deallocate)
+        )
+
+    def on_session_close(self, ssn: Session) -> None:
+        self.nodes = {}
+        self.on_node = {}
+
+
+def new(arguments: dict[str, Any]) -> DeviceSharePlugin:
+    return DeviceSharePlugin(arguments)
