@@ -94,7 +94,7 @@ def run_session(
             for opt in tier.plugins:
                 factory = registry.PLUGINS.get(opt.name)
                 if factory is None:
-                    ssn.warnings.append(f"plugin {opt.name!r} is not implemented by Fumarole; skipped")
+                    _warn_unimplemented(ssn, opt.name)
                     continue
                 plugin = factory(dict(opt.arguments))
                 with tracer.start_as_current_span(f"plugin.open {opt.name}"):
@@ -123,6 +123,13 @@ def run_session(
         root.set_attribute("session.evictions", len(result.evictions))
         root.set_attribute("session.pipelined", len(result.pipelined))
     return result
+
+
+def _warn_unimplemented(ssn: Session, name: str) -> None:
+    """Volcano logs and skips a plugin it has no builder for; we say so once (conf may have already)."""
+    if any(f"plugin {name!r} is not implemented" in w for w in ssn.warnings):
+        return
+    ssn.warnings.append(f"plugin {name!r} is not implemented by Fumarole; skipped")
 
 
 def _snapshot_stats(ssn: Session) -> dict[tuple[str, str], tuple[int, float]]:

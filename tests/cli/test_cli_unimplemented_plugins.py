@@ -1,0 +1,91 @@
+"""`fumarole schedule` accepts a configuration naming plugins Fumarole lacks, warning once per plugin."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from daemon.scheduler.framework import registry
+from daemon.scheduler.framework.conf import parse_conf
+from daemon.scheduler.framework.run import run_session
+from daemon.scheduler.model.snapshot import ClusterSnapshot
+
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLE_CLUSTER = ROOT / "daemon" / "examples" / "cluster.yaml"
+
+# Volcano plugins (factory.go names) that Fumarole does not implement, and a name Volcano lacks too.
+MISSING = ["extender", "usage", "numa-aware", "network-topology-aware", "rescheduling", "no-such-plugin"]
+
+CONF = """\
+actions: "enqueue, allocate, backfill"
+tiers:
+- plugins:
+  - name: priority
+  - name: gang
+  - name: extender
+    arguments: {extender.urlPrefix: "http://127.0.0.1:1", extender.predicateVerb: filter}
+  - name: usage
+    arguments: {usage.weight: 5}
+- plugins:
+  - name: numa-aware
+  - name: network-topology-aware
+  - name: rescheduling
+  - name: no-such-plugin
+  - name: predicates
+  - name: proportion
+"""
+
+
+def fumarole(*args: str) -> subprocess.CompletedProcess[str]:
+    exe = shutil.which("fumarole") or str(Path(sys.executable).parent / "fumarole")
+    return subprocess.run([exe, *args], capture_output=True, text=True, timeout=120)
+
+
+def test_none_of_these_is_in_the_registry() -> None:
+    assert not set(MISSING) & set(registry.PLUGINS)
+
+
+@pytest.mark.parametrize("cycles", ["1", "3"])
+def test_schedule_warns_once_per_unimplemented_plugin_on_stderr(tmp_path: Path, cycles: str) -> None:
+    conf = tmp_path / "conf.yaml"
+    conf.write_text(CONF)
+    p = fumarole("schedule", "--conf", str(conf), "--cluster", str(EXAMPLE_CLUSTER), "--cycles", cycles)
+    assert p.returncode == 0, p.stderr
+    data = json.loads(p.stdout)  # stdout stays one JSON object: warnings go to stderr only
+    assert data["binds"], "the implemented plugins still schedule"
+    lines = [ln for ln in p.stderr.splitlines() if ln.startswith("warning: ")]
+    for name in MISSING:
+        naming = [ln for ln in lines if f"'{name}'" in ln]
+        assert len(naming) == 1, (name, p.stderr)
+        assert "not implemented by Fumarole" in naming[0] and "skipped" in naming[0]
+    # The warning points at the configuration entry.
+    assert any("tiers[0].plugins[2].name" in ln and "'extender'" in ln for ln in lines)
+    assert not any("'priority'" in ln or "'proportion'" in ln for ln in lines)
+
+
+def test_run_session_warns_when_the_conf_was_parsed_without_the_registry() -> None:
+    # A configuration parsed without known plugins (no conf-level warning) still reports them.
+    conf = parse_conf(CONF)
+    assert conf.warnings == []
+    res = run_session(ClusterSnapshot(), conf)
+    for name in MISSING:
+        assert [w for w in res.warnings if f"'{name}'" in w] == [
+            f"plugin '{name}' is not implemented by Fumarole; skipped"
+        ]
+
+
+def test_implemented_opt_in_plugins_draw_no_warning(tmp_path: Path) -> None:
+    conf = tmp_path / "conf.yaml"
+    conf.write_text(
+        'actions: "enqueue, allocate"\n'
+        "tiers:\n- plugins:\n"
+        + "".join(f"  - name: {n}\n" for n in ("sla", "resourcequota", "tdm", "pdb", "cdp", "nodegroup"))
+    )
+    p = fumarole("schedule", "--conf", str(conf), "--cluster", str(EXAMPLE_CLUSTER))
+    assert p.returncode == 0, p.stderr
+    assert "not implemented" not in p.stderr
