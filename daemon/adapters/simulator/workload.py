@@ -236,7 +236,12 @@ def load_workload(
         if kind == "Pod":
             spec = obj.get("spec")
             if isinstance(spec, Mapping) and spec.get("nodeName"):
-                raise _fail(src, entries[i][2], "spec.nodeName", "workload pods must not be bound already")
+                raise _fail(
+                    src,
+                    f"Pod {ns}/{entries[i][3]}",
+                    "spec.nodeName",
+                    "workload pods must not be bound already",
+                )
             meta = obj.get("metadata")
             ann = meta.get("annotations") if isinstance(meta, Mapping) else None
             group = ann.get(GROUP_NAME_KEY) if isinstance(ann, Mapping) else None
