@@ -295,7 +295,7 @@ def scores(
     plugin = ssn.plugins["resource-strategy-fit"]
     out: dict[str, dict[str, float]] = {}
     for t in ssn.jobs[job.uid].tasks.values():
-        out[t.name] = {n.name: plugin.node_order(t, n) for n in ssn.node_list}  # type: ignore[attr-defined]
+        out[t.name] = {n.name: plugin.node_order(t, n) for n in ssn.node_list}
     return out
 
 
@@ -499,7 +499,7 @@ def test_proportional_predicate_is_unresolvable_and_registered_only_when_enabled
     }
     ssn = open_session(snap, mk_conf("allocate", [{"name": "resource-strategy-fit", "arguments": args}]))
     err = ssn.predicate_fn(ssn.jobs[job.uid].tasks["c1-p1"], ssn.nodes["n1"])
-    assert err is not None and err.codes() == {Code.UNSCHEDULABLE_AND_UNRESOLVABLE}  # type: ignore[union-attr]
+    assert err is not None and err.codes() == {Code.UNSCHEDULABLE_AND_UNRESOLVABLE}
     ssn2 = open_session(
         mk_snapshot([mk_node("n1")], []), mk_conf("allocate", [{"name": "resource-strategy-fit"}])
     )
