@@ -133,6 +133,19 @@ def less_equal_partly_zero_filtered(r: Resource, rr: Resource, req: Resource) ->
     return r.less_equal_partly_with_dimension(rr, filtered)
 
 
+def exceeding(child: Resource, parent: Resource) -> list[str]:
+    """Dimensions where `child` is above `parent` (scalars the parent lacks are unlimited there)."""
+
+    def above(c: float, p: float) -> bool:
+        return c > p and not abs(c - p) < MIN_RESOURCE
+
+    out = [n for n in ("cpu", "memory") if above(child.get(n), parent.get(n))]
+    out.extend(
+        n for n in sorted(child.scalars) if n in parent.scalars and above(child.scalars[n], parent.scalars[n])
+    )
+    return out
+
+
 def infinite_like(total: Resource) -> Resource:
     """Unlimited on cpu, memory and every scalar the cluster has (root's default capability)."""
     inf = Resource.infinite()
@@ -302,8 +315,8 @@ def settle_tree(attr: QueueAttr, warnings: list[str]) -> None:
         for n in sorted(attr.capability.scalars):
             if n not in child.capability.scalars:
                 child.capability.scalars[n] = attr.capability.scalars[n]
-        ok, names = child.capability.less_equal_with_names(attr.capability, Default.INFINITY)
-        if not ok:
+        names = exceeding(child.capability, attr.capability)
+        if names:
             warnings.append(
                 f"capacity: child queue {child.name} capability exceeds parent queue {attr.name} "
                 f"capability on {', '.join(names)}; the parent still limits it"
