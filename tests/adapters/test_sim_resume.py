@@ -1,4 +1,4 @@
-"""Simulator restart: resume from a log cut at any batch boundary finishes exactly like the uninterrupted run."""
+"""Simulator restart: resuming from a log cut at any batch boundary finishes like the uninterrupted run."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from store.events import (
     BindDecided,
     BindFailed,
     BindSucceeded,
+    CycleClosed,
     CycleOpened,
     EvictDecided,
     EvictFailed,
@@ -132,12 +133,13 @@ def cut_points(d: Driver) -> list[int]:
     picks = set(bounds[:: max(1, len(bounds) // 6)])
     # right after a cycle whose decisions were logged but not yet forwarded, and mid-forwarding
     for i, b in enumerate(bounds):
-        if type(d.log[b - 1]).__name__ == "CycleClosed":
-            if any(isinstance(e, EvictDecided) for e in d.log[bounds[i - 1] : b]):
-                picks.add(b)
-                if i + 1 < len(bounds):
-                    picks.add(bounds[i + 1])
-                break
+        if isinstance(d.log[b - 1], CycleClosed) and any(
+            isinstance(e, EvictDecided) for e in d.log[bounds[i - 1] : b]
+        ):
+            picks.add(b)
+            if i + 1 < len(bounds):
+                picks.add(bounds[i + 1])
+            break
     return sorted(picks)
 
 

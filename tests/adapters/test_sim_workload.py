@@ -1,4 +1,4 @@
-"""Simulator workload format: durations, submit times, Job expansion, and errors naming file/document/field."""
+"""Simulator workload format: durations, submit times, Job expansion, errors naming file/document/field."""
 
 from __future__ import annotations
 
@@ -98,7 +98,9 @@ def test_missing_duration_is_an_error_naming_where_to_put_it(tmp_path: Path) -> 
         '      metadata: {annotations: {fumarole.io/duration: "1s"}}\n', ""
     )
     c, w = write(tmp_path, CLUSTER, job)
-    with pytest.raises(ManifestError, match="no pod duration: set fumarole.io/duration on the task template"):
+    with pytest.raises(
+        ManifestError, match=r"no pod duration: set fumarole\.io/duration on the task template"
+    ):
         Simulator.from_files(c, w)
 
 
@@ -127,10 +129,10 @@ def test_malformed_manifest_field_errors_come_from_the_manifest_loader(tmp_path:
 
 def test_cluster_kinds_and_workload_kinds_do_not_mix(tmp_path: Path) -> None:
     c, w = write(tmp_path, CLUSTER + "---\n" + JOB.format(at="0s", dur="1s"), "")
-    with pytest.raises(ManifestError, match="document 2 .*kind: Job does not belong in the cluster file"):
+    with pytest.raises(ManifestError, match=r"document 2 .*kind: Job does not belong in the cluster file"):
         Simulator.from_files(c, w)
     c, w = write(tmp_path, CLUSTER, JOB.format(at="0s", dur="1s") + "---\n" + CLUSTER)
-    with pytest.raises(ManifestError, match="document 1 .*kind: Node does not belong in the workload"):
+    with pytest.raises(ManifestError, match=r"document 1 .*kind: Node does not belong in the workload"):
         Simulator.from_files(c, w)
 
 
@@ -177,7 +179,7 @@ def test_expand_job_gives_the_same_snapshot_as_build_snapshot() -> None:
     for f, i, o in objs:
         if o.get("kind") == "Job":
             manifests = expand_job(f, i, o, priority_classes=pcs)
-            assert [m["kind"] for m in manifests][0] == "PodGroup"
+            assert manifests[0]["kind"] == "PodGroup"
             expanded.extend((f, i, m) for m in manifests)
         else:
             expanded.append((f, i, o))
@@ -207,5 +209,5 @@ def test_expand_job_gives_the_same_snapshot_as_build_snapshot() -> None:
 
 
 def test_expand_job_rejects_other_kinds() -> None:
-    with pytest.raises(ManifestError, match="expected a batch.volcano.sh Job"):
+    with pytest.raises(ManifestError, match=r"expected a batch\.volcano\.sh Job"):
         expand_job("f.yaml", 0, {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"}})
