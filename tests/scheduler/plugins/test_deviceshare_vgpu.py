@@ -377,7 +377,7 @@ def test_add_resource_sets_pod_group_key_and_is_idempotent() -> None:
 
 
 def test_release_keys_unless_bound() -> None:
-    """device_info_test.go TestReleaseReturnsSpeculativeAnnotationKeys, TestReleaseKeepsCommittedAnnotations."""
+    """device_info_test.go TestReleaseReturnsSpeculativeAnnotationKeys and TestReleaseKeepsCommitted..."""
     base = {vg.ASSIGNED_NODE: "node-a", vg.ASSIGNED_IDS: "GPU-aaaa,NVIDIA,80,0:", "keep-me": "yes"}
     allocating = vpod(uid="w", annotations={**base, vg.BIND_PHASE: "allocating"})
     assert set(VGpuPool("node-a", {}, vg.HAMI_CORE).release(allocating)) == set(vg.RELEASE_KEYS)
