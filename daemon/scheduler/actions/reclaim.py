@@ -21,12 +21,19 @@ from __future__ import annotations
 
 from typing import Any
 
+from daemon.scheduler.actions.victims import (
+    PredicateErrorCache,
+    nodes_without_unresolvable,
+    predicate_for_preempt,
+    predicate_nodes,
+    validate_victims,
+    victims_queue,
+)
 from daemon.scheduler.framework.conf import arg_bool
-from daemon.scheduler.framework.placement import SearchOptions, num_feasible_nodes_to_find
+from daemon.scheduler.framework.placement import SearchOptions
 from daemon.scheduler.framework.priority_queue import PriorityQueue
 from daemon.scheduler.framework.session import Session
 from daemon.scheduler.framework.statement import Statement
-from daemon.scheduler.model.fit import Code, FitError
 from daemon.scheduler.model.job import JobInfo
 from daemon.scheduler.model.node import NodeInfo
 from daemon.scheduler.model.queue import QueueInfo
@@ -35,110 +42,6 @@ from daemon.scheduler.model.task import TaskInfo, TaskStatus
 NAME = "reclaim"
 PREDICATE_ERROR_CACHE = "predicateErrorCacheEnable"
 PREEMPT_NEVER = "Never"
-
-# Codes that make a node unusable even after evictions (PredicateForPreemptAction).
-_PREEMPT_FATAL = frozenset({Code.UNSCHEDULABLE_AND_UNRESOLVABLE, Code.ERROR, Code.SKIP, Code.WAIT})
-
-
-def predicate_for_preempt(ssn: Session, task: TaskInfo, node: NodeInfo) -> bool:
-    """Whether `node` stays a candidate for `task` once victims are evicted.
-
-    A plain Unschedulable verdict is fine (evictions may cure it); an unresolvable one, an
-    error, skip or wait status, or an error that is not a fit error excludes the node.
-    """
-    err = ssn.predicate_fn(task, node)
-    if err is None:
-        return True
-    if not isinstance(err, FitError):
-        return False
-    return not (err.codes() & _PREEMPT_FATAL)
-
-
-def schedulable_nodes(ssn: Session, task: TaskInfo) -> list[NodeInfo]:
-    """FilterOutUnschedulableAndUnresolvableNodesForTask, in node-list order.
-
-    Nodes an earlier action of this session found unresolvable for the task are left out.
-    (Volcano walks its node map here, in random order; we keep the node list's order.)
-    """
-    job = ssn.jobs.get(task.job)
-    fe = job.nodes_fit_errors.get(task.uid) if job is not None else None
-    if fe is None:
-        return ssn.node_list
-    skip = fe.unresolvable_nodes()
-    if not skip:
-        return ssn.node_list
-    return [n for n in ssn.node_list if n.name not in skip]
-
-
-def preempt_candidate_nodes(
-    ssn: Session, task: TaskInfo, nodes: list[NodeInfo], opts: SearchOptions
-) -> list[NodeInfo]:
-    """PredicateNodes with PredicateForPreemptAction: the feasible window, from the rotating start.
-
-    As allocate's search, it starts at the session's last processed index, stops after the
-    window of feasible nodes plus one more feasible node examined, and advances the index.
-    """
-    n = len(nodes)
-    if n == 0:
-        return []
-    k = num_feasible_nodes_to_find(n, opts)
-    start = ssn.last_processed_node_index % n
-    found: list[NodeInfo] = []
-    processed = 0
-    for i in range(n):
-        node = nodes[(start + i) % n]
-        processed += 1
-        if not predicate_for_preempt(ssn, task, node):
-            continue
-        if len(found) == k:
-            break
-        found.append(node)
-    ssn.last_processed_node_index = (start + processed) % n
-    return found
-
-
-def victims_fit(task: TaskInfo, node: NodeInfo, victims: list[TaskInfo]) -> bool:
-    """util.ValidateVictims: the request fits FutureIdle plus everything the victims hold."""
-    future = node.future_idle()
-    for v in victims:
-        future.add(v.resreq)
-    return task.init_resreq.less_equal(future)
-
-
-def victim_order(ssn: Session, preemptor: TaskInfo) -> PriorityQueue[TaskInfo]:
-    """BuildVictimsPriorityQueue: the order in which victims are evicted.
-
-    Same job: the task that would be scheduled last goes first.  A victim whose job left the
-    session goes first.  Other queues: VictimQueueOrderFn (by default the reverse of queue
-    order).  Same queue: the job that would be scheduled last goes first, then task order
-    reversed.
-    """
-    preemptor_job = ssn.jobs.get(preemptor.job)
-
-    def job_then_task(lj: JobInfo, rj: JobInfo, lt: TaskInfo, rt: TaskInfo) -> bool:
-        c = ssn.job_order_compare(lj, rj)
-        if c != 0:
-            return c > 0
-        return not ssn.task_order_fn(lt, rt)
-
-    def less(lt: TaskInfo, rt: TaskInfo) -> bool:
-        if lt.job == rt.job:
-            return not ssn.task_order_fn(lt, rt)
-        lj = ssn.jobs.get(lt.job)
-        rj = ssn.jobs.get(rt.job)
-        if lj is None or rj is None:
-            if lj is None and rj is None:
-                return not ssn.task_order_fn(lt, rt)
-            return lj is None
-        if preemptor_job is None:
-            return job_then_task(lj, rj, lt, rt)
-        if lj.queue != rj.queue:
-            return ssn.victim_queue_order_fn(
-                ssn.queues[lj.queue], ssn.queues[rj.queue], ssn.queues[preemptor_job.queue]
-            )
-        return job_then_task(lj, rj, lt, rt)
-
-    return PriorityQueue(less)
 
 
 def reclaim_reason(queue: QueueInfo, task: TaskInfo, job: JobInfo, deciders: list[str]) -> str:
@@ -229,18 +132,21 @@ class Reclaim:
         self, ssn: Session, stmt: Statement, queue: QueueInfo, job: JobInfo, task: TaskInfo
     ) -> bool:
         """Try nodes in order; on the first where victims free enough, pipeline the task there."""
-        nodes = preempt_candidate_nodes(ssn, task, schedulable_nodes(ssn, task), self.search)
+        # Volcano builds a fresh predicate error cache here, for this one task: it never hits.
+        cache = PredicateErrorCache(self.enable_predicate_error_cache)
+        candidates = nodes_without_unresolvable(ssn, task)
+        nodes = predicate_nodes(
+            ssn, task, candidates, lambda t, n: predicate_for_preempt(ssn, t, n), cache, self.search
+        )
         for node in nodes:
             reclaimees = self.reclaimees_on(ssn, node, job)
             if not reclaimees:
                 continue
             victims = ssn.reclaimable(task, reclaimees)
             deciders = list(ssn.last_victim_deciders)
-            if not victims_fit(task, node, victims):
+            if not validate_victims(task, node, victims):
                 continue
-            order = victim_order(ssn, task)
-            for v in victims:
-                order.push(v)
+            order = victims_queue(ssn, victims, task)
             request = task.init_resreq
             available = node.future_idle()
             node_stmt = Statement(ssn)

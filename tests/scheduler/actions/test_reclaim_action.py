@@ -21,7 +21,7 @@ from fumarole_sched_kit import (
     task_of,
 )
 
-from daemon.scheduler.actions import reclaim
+from daemon.scheduler.actions import reclaim, victims
 from daemon.scheduler.framework import combinators as cb
 from daemon.scheduler.framework.session import Session
 from daemon.scheduler.model.job import JobInfo
@@ -334,10 +334,10 @@ def test_predicate_for_preempt_tolerates_plain_unschedulable_only() -> None:
     for code, want in verdicts.items():
         ssn.register(cb.PREDICATE, "predicates", lambda t, n, c=code: fit_error("ns", "p", n.name, c, "x"))
         ssn.compile_chains()
-        assert reclaim.predicate_for_preempt(ssn, task, node) is want, code
+        assert (victims.predicate_for_preempt(ssn, task, node) is None) is want, code
     ssn.register(cb.PREDICATE, "predicates", lambda t, n: RuntimeError("boom"))
     ssn.compile_chains()
-    assert reclaim.predicate_for_preempt(ssn, task, node) is False
+    assert victims.predicate_for_preempt(ssn, task, node) is not None
 
 
 def test_unresolvable_node_from_an_earlier_action_is_not_tried() -> None:
@@ -349,7 +349,7 @@ def test_unresolvable_node_from_an_earlier_action_is_not_tried() -> None:
     fe = FitErrors()
     fe.set_node_error("n1", fit_error("default", "starver-0", "n1", Code.UNSCHEDULABLE_AND_UNRESOLVABLE, "x"))
     ssn.jobs["default/starver"].nodes_fit_errors[task.uid] = fe
-    assert reclaim.schedulable_nodes(ssn, task) == []
+    assert victims.nodes_without_unresolvable(ssn, task) == []
     run_actions(ssn, "reclaim")
     assert ssn.evictions == []
 
