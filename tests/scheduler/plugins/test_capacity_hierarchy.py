@@ -399,3 +399,16 @@ def test_bound_task_in_leaf_is_counted_for_every_ancestor() -> None:
     mk_task(j, "j-1", "1", "1Gi")
     res = run(snap(queues, [j]), TREE)
     assert res.binds == {}
+
+
+def test_root_capability_naming_only_a_scalar_zeroes_cpu_for_the_whole_tree() -> None:
+    # Volcano keeps a root capability that is not "empty" (a scalar counts) instead of the
+    # unlimited default; children inherit its cpu/memory of 0, so nothing needing cpu fits.
+    queues = [q("root", capability=rl_map({"nvidia.com/gpu": "4"})), q("default"), q("leaf")]
+    ssn = open_session(snap(queues, [pending("leaf", "j")]), TREE)
+    a = plugin(ssn).attrs
+    assert a["leaf"].capability.cpu == 0 and a["leaf"].real_capability.cpu == 0
+    assert run(snap(queues, [pending("leaf", "j")]), TREE).binds == {}
+    # a root capability naming only `pods` is "empty": unlimited default
+    queues[0] = q("root", capability=rl(pods="10"))
+    assert run(snap(queues, [pending("leaf", "j")]), TREE).binds == {"default/j-0": "n1"}
