@@ -177,7 +177,7 @@ def _cmp_key(ssn: Session) -> Any:
 
 
 def test_allocation_follows_the_buckets() -> None:
-    ssn, j = ps_worker_job(PS_WORKER)
+    ssn, _j = ps_worker_job(PS_WORKER)
     run_actions(ssn, "allocate")
     by_node: dict[str, list[str]] = {}
     for key, node in sorted(ssn.binds.items()):
