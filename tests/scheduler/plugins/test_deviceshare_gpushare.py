@@ -418,3 +418,38 @@ def test_device_score_is_zero_for_gpushare_and_without_weight() -> None:
     p = plugin(ssn)
     t = tasks(ssn)["j-0"]
     assert p.device_score(t, ssn.nodes["n1"]) == 0.0
+
+
+def test_eviction_frees_the_card_and_discard_restores_it() -> None:
+    from daemon.scheduler.framework.statement import Statement
+
+    objs = [gpu_node("n1", cards=1), queue()]
+    objs += job("old", mem=16384, node="n1", phase="Running", annotations={GPU_INDEX: "0"})
+    ssn = open_session(snapshot(objs), conf(SHARING))
+    pool = plugin(ssn).pools("n1")[0]
+    assert isinstance(pool, GpuSharePool)
+    t = tasks(ssn)["old-0"]
+    assert set(pool.cards[0].pods) == {"ns-old-0"}
+    stmt = Statement(ssn)
+    stmt.evict(t, "test")
+    assert pool.cards[0].pods == {}  # Releasing tasks hold no card
+    stmt.discard()
+    assert set(pool.cards[0].pods) == {"ns-old-0"}
+
+
+def test_pipelined_task_gets_a_card_but_no_node_level_count() -> None:
+    from daemon.scheduler.framework.statement import Statement
+
+    objs = [gpu_node("n1", cards=2), queue(), *job("j", mem=4000)]
+    ssn = open_session(snapshot(objs), conf(SHARING))
+    p = plugin(ssn)
+    t = tasks(ssn)["j-0"]
+    stmt = Statement(ssn)
+    stmt.pipeline(t, "n1")
+    assert card_of(t) == "0"
+    assert t.uid not in p.on_node
+    stmt.discard()
+    assert card_of(t) is None
+    pool = p.pools("n1")[0]
+    assert isinstance(pool, GpuSharePool)
+    assert all(not c.pods for c in pool.cards.values())
