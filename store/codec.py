@@ -40,6 +40,7 @@ def _default_v(cls: type[EventBase]) -> int:
 
 
 _CURRENT: dict[str, int] = {tag: _default_v(cls) for tag, cls in EVENT_TYPES.items()}
+_TAG_OF: dict[type[EventBase], str] = {cls: tag for tag, cls in EVENT_TYPES.items()}
 _ENCODER = msgspec.msgpack.Encoder()
 _DECODERS: dict[str, msgspec.msgpack.Decoder[Any]] = {
     tag: msgspec.msgpack.Decoder(cls) for tag, cls in EVENT_TYPES.items()
@@ -53,17 +54,7 @@ def encode(event: Event) -> bytes:
     Refuses anything that is not an event of the vocabulary, and an event whose `v` is not the
     current version of its type (bytes written must always be of the current schema).
     """
-    if not isinstance(event, EventBase):
-        raise CodecError(f"not an event: {type(event).__name__}")
-    tag = event_type(event)
-    if tag not in _CURRENT:
-        raise CodecError(f"unknown event type {tag!r}")
-    if event.v != _CURRENT[tag]:
-        raise CodecError(f"{tag}: v={event.v} but the code writes v={_CURRENT[tag]}")
-    try:
-        return _ENCODER.encode(event)
-    except (TypeError, ValueError, OverflowError) as e:
-        raise CodecError(f"{tag}: cannot encode: {e}") from e
+    return event_row(event)[2]
 
 
 def decode(
@@ -104,7 +95,16 @@ def decode(
 
 
 def event_row(event: Event) -> tuple[str, int, bytes]:
-    """(type, v, bytes) of an event as the log stores it."""
-    data = encode(event)
-    tag = event_type(event)
-    return tag, _CURRENT[tag], data
+    """(type, v, bytes) of an event as the log stores it (see `encode`)."""
+    tag = _TAG_OF.get(type(event))
+    if tag is None:
+        if isinstance(event, EventBase):
+            raise CodecError(f"unknown event type {event_type(event)!r}")
+        raise CodecError(f"not an event: {type(event).__name__}")
+    v = _CURRENT[tag]
+    if event.v != v:
+        raise CodecError(f"{tag}: v={event.v} but the code writes v={v}")
+    try:
+        return tag, v, _ENCODER.encode(event)
+    except (TypeError, ValueError, OverflowError) as e:
+        raise CodecError(f"{tag}: cannot encode: {e}") from e

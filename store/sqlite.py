@@ -43,6 +43,10 @@ _KEY_CHUNK = 500  # idempotency keys looked up per SELECT (well under SQLite's v
 Row = tuple[str, int, int | None, str | None, bytes]  # type, v, at_ms, idem_key, body
 
 
+class _KeysExist(Exception):
+    """Internal: the optimistic insert met idempotency keys already in the log."""
+
+
 class _Request:
     """One caller's write: rows to append, an optional checkpoint and/or snapshot, and its future."""
 
@@ -295,21 +299,25 @@ class SqliteEventLog:
             _set_result(req.future, res)
 
     async def _transaction(self, group: list[_Request]) -> list[list[int]]:
+        """Optimistic first: insert without looking keys up (ON CONFLICT DO NOTHING skips an existing
+        key, which the row count reveals); on a skip, roll back and redo with the keys looked up."""
         try:
-            return await self._transaction_once(group)
+            return await self._transaction_once(group, lookup=False)
+        except _KeysExist:
+            return await self._transaction_once(group, lookup=True)
         except sqlite3.IntegrityError:
             # Another process appended since we last looked (stale cached last seq): reload, retry once.
             assert self._writer is not None
             rows = list(await self._writer.execute_fetchall("SELECT max(seq) FROM events"))
             self._last_seq = int(rows[0][0] or 0)
-            return await self._transaction_once(group)
+            return await self._transaction_once(group, lookup=True)
 
-    async def _transaction_once(self, group: list[_Request]) -> list[list[int]]:
+    async def _transaction_once(self, group: list[_Request], *, lookup: bool) -> list[list[int]]:
         conn = self._writer
         assert conn is not None
         await conn.execute("BEGIN IMMEDIATE")
         try:
-            known = await self._known_keys(conn, group)
+            known = await self._known_keys(conn, group) if lookup else {}
             next_seq = self._last_seq + 1
             params: list[tuple[Any, ...]] = []
             results: list[list[int]] = []
@@ -335,6 +343,8 @@ class SqliteEventLog:
             if params:
                 cur = await conn.executemany(_INSERT, params)
                 if cur.rowcount != len(params):
+                    if not lookup:
+                        raise _KeysExist
                     raise LogError(
                         f"append: {len(params) - cur.rowcount} row(s) hit an idempotency conflict the writer "
                         "did not expect (another writer?); nothing was written"
@@ -390,6 +400,11 @@ class SqliteEventLog:
     async def _select(
         self, from_seq: int, to_seq: int | None, limit: int, types: Collection[str] | None
     ) -> list[StoredEvent]:
+        return [_stored(r) for r in await self._select_rows(from_seq, to_seq, limit, types)]
+
+    async def _select_rows(
+        self, from_seq: int, to_seq: int | None, limit: int, types: Collection[str] | None
+    ) -> list[Any]:
         sql = f"SELECT {_COLUMNS} FROM events WHERE seq >= ?"
         params: list[Any] = [from_seq]
         if to_seq is not None:
@@ -407,7 +422,7 @@ class SqliteEventLog:
             rows = await self._reader().execute_fetchall(sql, params)
         except sqlite3.Error as e:
             raise LogError(f"{self.path}: read failed: {e}") from e
-        return [_stored(r) for r in rows]
+        return list(rows)
 
     async def read(
         self, from_seq: int = 1, limit: int = 1000, *, types: Collection[str] | None = None
@@ -421,12 +436,12 @@ class SqliteEventLog:
         check_read_args(from_seq, batch)
         seq = from_seq
         while seq <= to_seq:
-            page = await self._select(seq, to_seq, batch, types)
+            page = await self._select_rows(seq, to_seq, batch, types)
             if not page:
                 return
-            for ev in page:
-                yield ev
-            seq = page[-1].seq + 1
+            for row in page:  # decoded one at a time: only what the consumer keeps stays alive
+                yield _stored(row)
+            seq = int(page[-1][0]) + 1
 
     async def tail(
         self, from_seq: int, *, limit: int = 1000, timeout: float | None = None
