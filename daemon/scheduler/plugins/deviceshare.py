@@ -258,7 +258,9 @@ class DeviceSharePlugin:
                 "pod (Volcano allocates cards in the predicates plugin's allocate handler)"
             )
         ssn.register(cb.PREDICATE, NAME, self.predicate)
-        ssn.register(cb.NODE_ORDER, NAME, self.device_score)
+        if self.args.schedule_weight > 0:
+            # Volcano registers it always; with weight 0 it scores every node 0, which changes nothing.
+            ssn.register(cb.NODE_ORDER, NAME, self.device_score)
         ssn.add_event_handler(
             EventHandler(allocate=lambda t: self.on_allocate(ssn, t), deallocate=self.on_deallocate)
         )
