@@ -13,7 +13,7 @@ from typing import Any
 import msgspec
 
 from daemon.cache.projection import Projection
-from daemon.cache.state import KINDS, BindOverlay
+from daemon.cache.state import KINDS, BindOverlay, raw_group_of, raw_uid
 from store.events import JobExplained, PodGroupStatusChanged
 
 __all__ = ["FORMAT", "SnapshotFormatError", "decode_projection", "encode_projection", "state_image"]
@@ -97,6 +97,8 @@ def decode_projection(data: bytes) -> Projection:
         objs = p.objects[kind]
         for ns, name, m in img.objects.get(kind, []):
             objs[(ns, name)] = m
+    for (ns, name), m in p.objects["Pod"].items():
+        p.pod_ident[(ns, name)] = (raw_uid(ns, name, m), raw_group_of(ns, name, m, p.scheduler_names))
     p.binds = {(ns, name): BindOverlay(s, node, uid) for ns, name, s, node, uid in img.binds}
     p.evictions = {(ns, name): (s, uid) for ns, name, s, uid in img.evictions}
     p.pg_status = {(e.namespace, e.name): e for e in img.pg_status}

@@ -31,7 +31,8 @@ Folding rules (decisions and outcomes, what Volcano's cache does on its own writ
   has a `status` replaces it (the API server's copy wins); one without `status` keeps it.  The
   status of a PodGroup made for a pod without group name (`podgroup-<uid>`) is dropped once
   no pod of that group is left and no PodGroup object of that name exists.
-* `JobExplained` records the job's explanation (an empty one removes it); `explanations()`.
+* `JobExplained` records the job's explanation (an empty one removes it); `explanations()`
+  hands them to the next cycle so that only changed explanations are written.
 * `CycleOpened` advances `last_cycle`; `ConfigurationRecorded` sets `conf_hash`.  Other
   decisions (pipelines, cycle closed, rejected configurations) change nothing: pipelining
   lives only inside a session, as in Volcano.
@@ -197,7 +198,8 @@ class ProjectionState:
         self.evictions: dict[Key, tuple[int, str]] = {}  # (decision seq, pod uid)
         self.pg_status: dict[Key, PodGroupStatusChanged] = {}
         self.explained: dict[str, JobExplained] = {}
-        self.members: dict[str, int] = {}  # job id -> pods of ours in it
+        self.members: dict[str, int] = {}  # job id -> pods in it
+        self.pod_ident: dict[Key, tuple[str, str]] = {}  # pod -> (uid, job id) of its stored manifest
         self.resyncs: dict[str, tuple[tuple[str, ...], set[tuple[str, Key]]]] = {}
         # Called with (kind, key) when an object is upserted or deleted (subclasses drop caches).
         self.changed: Callable[[str, Key], None] | None = None
@@ -250,21 +252,26 @@ class ProjectionState:
         objs = self.objects[kind]
         old = objs.get(key)
         objs[key] = manifest
-        for _source, (kinds, seen) in self.resyncs.items():
-            if kind in kinds:
-                seen.add((kind, key))
+        if self.resyncs:
+            for _source, (kinds, seen) in self.resyncs.items():
+                if kind in kinds:
+                    seen.add((kind, key))
         if kind == "Pod":
             ns, name = key
             uid = raw_uid(ns, name, manifest)
+            group = raw_group_of(ns, name, manifest, self.scheduler_names)
             if old is not None:
-                self._leave_group(raw_group_of(ns, name, old, self.scheduler_names))
-                if raw_uid(ns, name, old) != uid:
+                old_uid, old_group = self.pod_ident.get(key) or ("", "")
+                if old_group != group:
+                    self._leave_group(old_group)
+                    self._join_group(group)
+                if old_uid != uid:
                     self.binds.pop(key, None)
                     self.evictions.pop(key, None)
-            group = raw_group_of(ns, name, manifest, self.scheduler_names)
-            if group:
-                self.members[group] = self.members.get(group, 0) + 1
-            if raw_has_node(manifest):
+            else:
+                self._join_group(group)
+            self.pod_ident[key] = (uid, group)
+            if self.binds and raw_has_node(manifest):
                 self.binds.pop(key, None)
         elif kind == "PodGroup" and isinstance(manifest, dict) and "status" in manifest:
             self.pg_status.pop(key, None)
@@ -277,10 +284,15 @@ class ProjectionState:
         if kind == "Pod":
             self.binds.pop(key, None)
             self.evictions.pop(key, None)
-            self._leave_group(raw_group_of(key[0], key[1], old, self.scheduler_names))
+            ident = self.pod_ident.pop(key, None)
+            self._leave_group(ident[1] if ident is not None else "")
         elif kind == "PodGroup":
             self.pg_status.pop(key, None)
         self._touch(kind, key)
+
+    def _join_group(self, group: str) -> None:
+        if group:
+            self.members[group] = self.members.get(group, 0) + 1
 
     def _leave_group(self, group: str) -> None:
         if not group:
