@@ -422,6 +422,8 @@ class SqliteEventLog:
             rows = await self._reader().execute_fetchall(sql, params)
         except sqlite3.Error as e:
             raise LogError(f"{self.path}: read failed: {e}") from e
+        except ValueError as e:  # aiosqlite: the connection was closed under us
+            raise LogClosedError("the event log is closed") from e
         return list(rows)
 
     async def read(
