@@ -48,12 +48,18 @@ DRA_CONSUMABLE_CAPACITY_DEFAULT = False
 
 @dataclass(slots=True)
 class CapacityState:
-    """Per-preemptor copy of every queue's figures for the simulate-* callbacks (cycle state)."""
+    """Capacity's entry in a task's cycle state: every queue's allocation as of PrePredicate.
 
-    queue_attrs: dict[str, QueueAttr] = field(default_factory=dict)
+    Only allocations move during a session (real capabilities, deserved and the tree are fixed
+    once the session is open), so the dry-run copy holds just those and reads the rest from the
+    live figures.
+    """
+
+    attrs: dict[str, QueueAttr]
+    allocated: dict[str, Resource] = field(default_factory=dict)
 
     def clone(self) -> CapacityState:
-        return CapacityState({k: v.clone() for k, v in self.queue_attrs.items()})
+        return CapacityState(self.attrs, {k: v.clone() for k, v in self.allocated.items()})
 
 
 class CapacityPlugin:
@@ -117,15 +123,14 @@ class CapacityPlugin:
         attr = self.attrs.get(queue)
         return attr is not None and attr.is_leaf
 
-    def chain(self, queue: str, attrs: Mapping[str, QueueAttr] | None = None) -> list[QueueAttr]:
+    def chain(self, queue: str) -> list[QueueAttr]:
         """The queue then its ancestors up to the root (flat mode: the queue alone)."""
-        table = self.attrs if attrs is None else attrs
-        attr = table.get(queue)
+        attr = self.attrs.get(queue)
         if attr is None:
             return []
         out = [attr]
         if self.hierarchy:
-            out.extend(table[a] for a in reversed(attr.ancestors) if a in table)
+            out.extend(self.attrs[a] for a in reversed(attr.ancestors) if a in self.attrs)
         return out
 
     @staticmethod
@@ -347,10 +352,9 @@ class CapacityPlugin:
 
     # ----------------------------------------------------------------- simulation (preempt)
     def pre_predicate(self, ssn: Session, task: TaskInfo) -> Exception | None:
-        """Copy every queue's figures into the task's cycle state (read by Simulate*); never fails."""
-        ssn.cycle_state(task.uid)[NAME] = CapacityState(
-            {k: self.attrs[k].clone() for k in sorted(self.attrs)}
-        )
+        """Copy every queue's allocation into the task's cycle state (read by Simulate*); never fails."""
+        allocated = {k: self.attrs[k].allocated.clone() for k in sorted(self.attrs)}
+        ssn.cycle_state(task.uid)[NAME] = CapacityState(self.attrs, allocated)
         return None
 
     @staticmethod
@@ -360,33 +364,39 @@ class CapacityPlugin:
         return got if isinstance(got, CapacityState) else None
 
     def simulate_move(self, ssn: Session, state: Any, task: TaskInfo, sign: int) -> None:
-        """SimulateAddTask (+1) / SimulateRemoveTask (-1): move `task`'s request in the dry-run figures."""
+        """SimulateAddTask (+1) / SimulateRemoveTask (-1): move `task`'s request in the dry-run copy.
+
+        (Volcano also refreshes the leaf's share in its copy; nothing reads it there.)
+        """
         st = self.state_of(state)
         job = ssn.jobs.get(task.job)
-        if st is None or job is None or job.queue not in st.queue_attrs:
+        if st is None or job is None:
             return
-        attr = st.queue_attrs[job.queue]
-        levels = [attr]
-        if self.hierarchy:
-            levels.extend(st.queue_attrs[a] for a in attr.ancestors if a in st.queue_attrs)
-        for a in levels:
+        for attr in self.chain(job.queue):
+            alloc = st.allocated.get(attr.name)
+            if alloc is None:
+                continue
             if sign > 0:
-                a.allocated.add(task.resreq)
+                alloc.add(task.resreq)
             else:
-                a.allocated.sub(task.resreq)
-        attr.update_share()
+                alloc.sub(task.resreq)
 
     def simulate_allocatable(self, queue: QueueInfo, task: TaskInfo, state: Any) -> bool:
-        """Allocatable against the dry-run figures (no queue-state check, as Volcano)."""
+        """Allocatable against the dry-run allocations (no queue-state check, as Volcano)."""
         st = self.state_of(state)
         if st is None or not self.ready:
             return False
         if self.hierarchy and not self.is_leaf(queue.uid):
             return False
-        levels = self.chain(queue.uid, st.queue_attrs)
+        levels = self.chain(queue.uid)
         if not levels:
             return False
-        return all(self.fits_real_capability(a, task.resreq)[0] for a in levels)
+        for a in levels:
+            alloc = st.allocated.get(a.name, a.allocated)
+            future = alloc.clone().add(task.resreq)
+            if not future.less_equal_with_dimension(a.real_capability, task.resreq)[0]:
+                return False
+        return True
 
     # ----------------------------------------------------------------- events
     def on_allocate(self, ssn: Session, task: TaskInfo, sign: int) -> None:

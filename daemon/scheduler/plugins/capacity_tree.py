@@ -49,23 +49,6 @@ class QueueAttr:
     def update_share(self) -> None:
         self.share = queue_share(self.deserved, self.allocated)
 
-    def clone(self) -> QueueAttr:
-        """A copy of the figures; children are not copied (the simulation never walks them)."""
-        return QueueAttr(
-            name=self.name,
-            deserved=self.deserved.clone(),
-            allocated=self.allocated.clone(),
-            request=self.request.clone(),
-            elastic=self.elastic.clone(),
-            inqueue=self.inqueue.clone(),
-            capability=self.capability.clone(),
-            real_capability=self.real_capability.clone(),
-            guarantee=self.guarantee.clone(),
-            share=self.share,
-            ancestors=list(self.ancestors),
-            children=dict(self.children),
-        )
-
 
 @dataclass(slots=True)
 class BuildResult:

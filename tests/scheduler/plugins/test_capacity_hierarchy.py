@@ -353,8 +353,8 @@ def test_simulate_callbacks_work_on_a_copy_and_walk_ancestors() -> None:
     assert ssn.simulate_allocatable(ssn.queues["c"], t, state) is False  # parent p is full
     ssn.simulate_remove_task(state, t, victim, ssn.nodes["n1"])
     assert ssn.simulate_allocatable(ssn.queues["c"], t, state) is True
-    sim = state["capacity"].queue_attrs
-    assert sim["c"].allocated.cpu == sim["p"].allocated.cpu == sim["root"].allocated.cpu == 0
+    sim = state["capacity"].allocated
+    assert sim["c"].cpu == sim["p"].cpu == sim["root"].cpu == 0
     ssn.simulate_add_task(state, t, victim, ssn.nodes["n1"])
     assert ssn.simulate_allocatable(ssn.queues["c"], t, state) is False
     # the session's own figures never moved
