@@ -282,6 +282,15 @@ class SqliteEventLog:
 
     async def _commit_group(self, group: list[_Request]) -> None:
         try:
+            await self._commit_group_inner(group)
+        finally:  # interrupted (the event loop shutting down): nobody may wait forever
+            for req in group:
+                _set_exception(
+                    req.future, LogClosedError("the write was interrupted; it may not be committed")
+                )
+
+    async def _commit_group_inner(self, group: list[_Request]) -> None:
+        try:
             results = await self._transaction(group)
         except Exception as e:
             if len(group) == 1:
