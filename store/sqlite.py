@@ -414,19 +414,9 @@ class SqliteEventLog:
     async def _select_rows(
         self, from_seq: int, to_seq: int | None, limit: int, types: Collection[str] | None
     ) -> list[Any]:
-        sql = f"SELECT {_COLUMNS} FROM events WHERE seq >= ?"
-        params: list[Any] = [from_seq]
-        if to_seq is not None:
-            sql += " AND seq <= ?"
-            params.append(to_seq)
-        if types is not None:
-            wanted = sorted(set(types))
-            if not wanted:
-                return []
-            sql += f" AND type IN ({','.join('?' * len(wanted))})"
-            params.extend(wanted)
-        sql += " ORDER BY seq LIMIT ?"
-        params.append(limit)
+        sql, params = _select_sql(from_seq, to_seq, limit, None if types is None else sorted(set(types)))
+        if not sql:
+            return []
         try:
             rows = await self._reader().execute_fetchall(sql, params)
         except sqlite3.Error as e:
@@ -511,6 +501,31 @@ class SqliteEventLog:
         if not rows:
             return None
         return int(rows[0][0]), bytes(rows[0][1])
+
+
+def _select_sql(
+    from_seq: int, to_seq: int | None, limit: int, types: list[str] | None
+) -> tuple[str, list[Any]]:
+    """A keyset page query.  One type (or none) walks an index in seq order; several types are
+    merged from one ordered, limited subquery per type (an IN list would collect every match and
+    sort it, whatever the limit)."""
+    if types is not None and not types:
+        return "", []
+    where = "seq >= ?" + ("" if to_seq is None else " AND seq <= ?")
+    bounds: list[Any] = [from_seq] + ([] if to_seq is None else [to_seq])
+    if types is None:
+        return f"SELECT {_COLUMNS} FROM events WHERE {where} ORDER BY seq LIMIT ?", [*bounds, limit]
+    if len(types) == 1:
+        return f"SELECT {_COLUMNS} FROM events WHERE type = ? AND {where} ORDER BY seq LIMIT ?", [
+            types[0],
+            *bounds,
+            limit,
+        ]
+    sub = f"SELECT * FROM (SELECT {_COLUMNS} FROM events WHERE type = ? AND {where} ORDER BY seq LIMIT ?)"
+    params: list[Any] = []
+    for t in types:
+        params += [t, *bounds, limit]
+    return " UNION ALL ".join([sub] * len(types)) + " ORDER BY seq LIMIT ?", [*params, limit]
 
 
 def _stored(row: Any) -> StoredEvent:
