@@ -233,3 +233,23 @@ async def test_files_that_are_not_event_logs_are_refused(tmp_path):
         await SqliteEventLog.open(other)
     with pytest.raises(MigrationError, match="not a Fumarole event log"):
         await SqliteEventLog.open(other, readonly=True)
+
+
+async def test_each_group_is_one_begin_immediate_commit_transaction(db):
+    statements: list[str] = []
+    assert db._writer is not None
+    await db._writer.set_trace_callback(statements.append)
+    await db.append([clock(1), clock(2)], checkpoint=("c", 2))
+    await db.append([clock(3)], idem_keys=["k"])
+    await db.append(
+        [clock(4)], idem_keys=["k"]
+    )  # duplicate: optimistic insert rolled back, redone with lookup
+    await db._writer.set_trace_callback(None)
+    kinds = [s.split()[0].upper() for s in statements]  # executemany traces one INSERT per row
+    assert kinds == [
+        *("BEGIN", "INSERT", "INSERT", "INSERT", "COMMIT"),  # 2 events + the checkpoint
+        *("BEGIN", "INSERT", "COMMIT"),
+        *("BEGIN", "INSERT", "ROLLBACK", "BEGIN", "SELECT", "COMMIT"),
+    ], statements
+    assert all(s.upper() == "BEGIN IMMEDIATE" for s in statements if s.upper().startswith("BEGIN"))
+    assert [r.seq for r in await db.read()] == [1, 2, 3]
