@@ -149,6 +149,7 @@ class TdmPlugin:
         # Virtual time (ns) of the last eviction sweep of this session; None = never.
         self.last_evict_ns: int | None = None
         self.now = 0.0
+        self._zone_errors: dict[str, str | None] = {}
 
     def parse_arguments(self, warnings: list[str]) -> None:
         self.zones = {}
@@ -179,7 +180,15 @@ class TdmPlugin:
                 warnings.append(f"tdm: {EVICT_PERIOD_ARG}: bad duration {period!r}; using 1m")
 
     def zone_error(self, zone: str) -> str | None:
-        """availableRevocableZone: None when the zone is configured and its window is open now."""
+        """availableRevocableZone: None when the zone is configured and its window is open now.
+
+        `now` is fixed for a session, so each zone's answer is computed once.
+        """
+        if zone not in self._zone_errors:
+            self._zone_errors[zone] = self._zone_error(zone)
+        return self._zone_errors[zone]
+
+    def _zone_error(self, zone: str) -> str | None:
         raw = self.zones.get(zone)
         if raw is None:
             return f"revocable zone {zone} not support"
@@ -212,6 +221,7 @@ class TdmPlugin:
     def on_session_open(self, ssn: Session) -> None:
         self.parse_arguments(ssn.warnings)
         self.now = ssn.now
+        self._zone_errors = {}
         self.last_evict_ns = None
 
         def predicate(task: TaskInfo, node: NodeInfo) -> FitError | None:
