@@ -6,7 +6,7 @@ from aiohttp import web
 
 from api.view import DaemonView
 
-VIEW_KEY: web.AppKey[DaemonView] = web.AppKey("view", DaemonView)  # type: ignore[type-abstract]
+VIEW_KEY: web.AppKey[DaemonView] = web.AppKey("view", DaemonView)
 
 
 async def healthz(request: web.Request) -> web.Response:

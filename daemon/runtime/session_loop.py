@@ -23,13 +23,12 @@ from daemon.runtime.cycle import CycleDecisions, decide
 from daemon.runtime.telemetry import trace_id_hex
 from daemon.scheduler.model.snapshot import ClusterSnapshot
 from daemon.scheduler.model.task import TaskStatus
-from store.events import BindDecided, CycleOpened, EvictDecided, PodGroupStatusChanged
+from store.events import BindDecided, EvictDecided, PodGroupStatusChanged
 
 if TYPE_CHECKING:
     from opentelemetry.sdk.trace import TracerProvider
 
     from daemon.runtime.writer import Writer
-    from store.log import EventLog
 
 log = logging.getLogger("fumarole.cycle")
 
@@ -70,14 +69,7 @@ class CycleRunner:
         self.tracer = (tracer_provider or trace.get_tracer_provider()).get_tracer(TRACER_NAME)
         self.tracer_provider = tracer_provider
         self.cycle = 0
-
-    async def resume_from_log(self, event_log: EventLog) -> None:
-        """Continue cycle numbering after the last recorded cycle."""
-        last = await event_log.last_seq()
-        async for row in event_log.read_range(1, last, types=("cycle.opened",)):
-            ev = row.event
-            assert isinstance(ev, CycleOpened)
-            self.cycle = max(self.cycle, ev.cycle)
+        self._warned: set[str] = set()
 
     async def run_cycle(self, writer: Writer) -> CycleSummary:
         conf_events = self.conf.poll()
@@ -85,7 +77,7 @@ class CycleRunner:
             await writer.submit(conf_events)
         active = self.conf.active
         watermark = self.projection.seq
-        snapshot: ClusterSnapshot = self.projection.freeze()
+        snapshot: ClusterSnapshot = self.projection.freeze(cycle=self.cycle + 1)
         previous = self.projection.explanations()
         self.cycle += 1
         cycle = self.cycle
@@ -139,13 +131,6 @@ class CycleRunner:
                 self._warned.add(w)
                 log.warning("scheduler: %s", w)
         return summary
-
-    @property
-    def _warned(self) -> set[str]:
-        w: set[str] | None = getattr(self, "_warned_set", None)
-        if w is None:
-            w = self._warned_set = set()
-        return w
 
 
 def _counts(snapshot: ClusterSnapshot) -> tuple[int, int]:

@@ -15,7 +15,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import anyio
-from anyio.abc import ObjectReceiveStream, ObjectSendStream
+from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
 from store.events import Event
 from store.log import EventLog
@@ -54,8 +54,8 @@ class Writer:
         self._fold = fold
         self.folded_seq = folded_seq
         self.appended_events = 0
-        self._send: ObjectSendStream[_Request]
-        self._recv: ObjectReceiveStream[_Request]
+        self._send: MemoryObjectSendStream[_Request]
+        self._recv: MemoryObjectReceiveStream[_Request]
         self._send, self._recv = anyio.create_memory_object_stream[_Request](queue_size)
         self._progress = anyio.Event()
         self._closed = False

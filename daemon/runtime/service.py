@@ -1,0 +1,305 @@
+"""The daemon service: one anyio task group running writer, dispatcher, session loop and API.
+
+Start-up: open the SQLite log (migrations applied), rebuild the projection from the newest
+snapshot plus the tail, resume or start the adapter, then run cycles.  With the simulator the
+session loop runs in lockstep with the virtual clock (advance → fold → cycle → dispatch →
+repeat) until the workload drains; `serve` keeps the API up afterwards.  SIGTERM/SIGINT
+finish the running cycle, let the dispatcher forward its decisions, flush and close the log
+(WAL checkpointed), and exit 0.
+"""
+
+from __future__ import annotations
+
+import logging
+import signal
+import sys
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TextIO
+
+import anyio
+
+from daemon.runtime.conf_watch import ConfWatcher
+from daemon.runtime.dispatch import Dispatcher
+from daemon.runtime.session_loop import CycleRunner, CycleSummary
+from daemon.runtime.settings import Settings, split_listen
+from daemon.runtime.systemd import Notifier
+from daemon.runtime.writer import Writer
+from store.events import OBSERVED, OUTCOMES
+from store.sqlite import SqliteEventLog
+
+if TYPE_CHECKING:
+    from opentelemetry.sdk.trace import TracerProvider
+
+log = logging.getLogger("fumarole.service")
+
+_RESUME_TYPES = tuple(
+    c.__struct_config__.tag for c in (*OBSERVED, *OUTCOMES) if isinstance(c.__struct_config__.tag, str)
+)
+
+
+class ServiceError(RuntimeError):
+    """The service cannot start or continue (bad settings, adapter unavailable, horizon passed)."""
+
+
+@dataclass(slots=True)
+class RunStats:
+    cycles: int = 0
+    binds: int = 0
+    evictions: int = 0
+    evictions_by_action: Counter[str] = field(default_factory=Counter)
+    pipelined: int = 0
+    cycle_seconds: float = 0.0
+    started_wall: float = field(default_factory=time.monotonic)
+    last: CycleSummary | None = None
+
+
+class Service:
+    def __init__(
+        self,
+        settings: Settings,
+        *,
+        tracer_provider: TracerProvider | None = None,
+        notifier: Notifier | None = None,
+        out: TextIO | None = None,
+    ) -> None:
+        self.settings = settings
+        self.tracer_provider = tracer_provider
+        self.notifier = notifier or Notifier.from_env()
+        self.out = out or sys.stdout
+        self.stats = RunStats()
+        self.stop_requested = False
+        self.ready = False
+        self.listen_address: tuple[str, int] | None = None
+        self._last_progress = 0.0
+        self._snapshot_seq = 0
+        self._stop_ev = anyio.Event()
+
+    # ------------------------------------------------------------------ start-up
+    def _make_adapter(self) -> Any:
+        s = self.settings
+        if s.adapter == "kubernetes":
+            raise ServiceError(
+                "--adapter kubernetes: the Kubernetes adapter is not available in this version "
+                "(only the simulator is); see README 'Adapters'"
+            )
+        from daemon.adapters.simulator import Simulator
+
+        period_ms = round(s.schedule_period * 1000)
+        if not s.cluster and not s.workload:
+            return Simulator.bundled(period_ms=period_ms)
+        if not (s.cluster and s.workload):
+            raise ServiceError(
+                "the simulator needs both --cluster and --workload (or neither: the bundled sample)"
+            )
+        return Simulator.from_files(s.cluster, s.workload, period_ms=period_ms)
+
+    async def run(self) -> int:
+        s = self.settings
+        Path(s.data_dir).mkdir(parents=True, exist_ok=True)
+        conf = ConfWatcher(s.scheduler_conf or None)
+        adapter = self._make_adapter()
+        event_log = await SqliteEventLog.open(str(s.db_path))
+        try:
+            return await self._run_with_log(event_log, conf, adapter)
+        finally:
+            with anyio.CancelScope(shield=True):
+                await event_log.close()
+            self.notifier.stopping("stopped")
+
+    async def _run_with_log(self, event_log: SqliteEventLog, conf: ConfWatcher, adapter: Any) -> int:
+        from daemon.cache import load_projection
+
+        t0 = time.monotonic()
+        projection = await load_projection(event_log)
+        last = await event_log.last_seq()
+        log.info(
+            "log opened",
+            extra={
+                "db": str(self.settings.db_path),
+                "last_seq": last,
+                "rebuild_s": round(time.monotonic() - t0, 3),
+            },
+        )
+        writer = Writer(event_log, projection.fold, projection.seq)
+        dispatcher = Dispatcher(event_log, writer, adapter)
+        runner = CycleRunner(projection, conf, tracer_provider=self.tracer_provider)
+        runner.cycle = projection.last_cycle
+        conf.mark_recorded(projection.conf_hash or None)
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(writer.run)
+            tg.start_soon(dispatcher.run)
+            tg.start_soon(self._watch_signals, tg.cancel_scope)
+            if self.notifier.watchdog_interval:
+                tg.start_soon(self._watchdog)
+            api_runner = await self._start_api(event_log, projection, writer) if self.settings.api else None
+            try:
+                if last == 0:
+                    await writer.submit(await adapter.initial_events())
+                else:
+                    adapter.resume(await _resume_events(event_log))
+                    # Decisions committed but not yet forwarded before the restart go out first.
+                    await dispatcher.wait_until(await event_log.last_seq())
+                self.ready = True
+                self.notifier.ready("caught up with the log")
+                rc = await self._simulate(adapter, writer, dispatcher, runner, event_log)
+                if rc == 0 and self.settings.serve and not self.stop_requested:
+                    self._say("workload drained; serving the API until SIGTERM")
+                    await self._wait_for_stop()
+            finally:
+                if api_runner is not None:
+                    with anyio.CancelScope(shield=True):
+                        await api_runner.cleanup()
+                with anyio.CancelScope(shield=True):
+                    await self._save_snapshot(event_log, projection, force=True)
+                tg.cancel_scope.cancel()
+        return rc
+
+    # ------------------------------------------------------------------ the lockstep loop
+    async def _simulate(
+        self, sim: Any, writer: Writer, dispatcher: Dispatcher, runner: CycleRunner, event_log: SqliteEventLog
+    ) -> int:
+        idle = False
+        while not self.stop_requested:
+            if sim.drained():
+                self._summary(sim, runner, drained=True)
+                return 0
+            if self.stats.cycles >= self.settings.max_cycles:
+                self._summary(sim, runner, drained=False)
+                log.error(
+                    "stopped: max_cycles=%d reached before the workload drained", self.settings.max_cycles
+                )
+                return 1
+            advanced = sim.advance(idle)
+            if advanced:
+                await writer.submit(advanced)
+            summary = await runner.run_cycle(writer)
+            self._account(summary)
+            if summary.last_decision_seq:
+                await dispatcher.wait_until(summary.last_decision_seq)
+            changed = any(type(e).__name__ != "ClockAdvanced" for e in advanced)
+            idle = not summary.decided and not changed
+            await self._save_snapshot(event_log, runner.projection)
+            self._progress(sim, runner, summary)
+        self._summary(sim, runner, drained=False, interrupted=True)
+        return 0
+
+    def _account(self, s: CycleSummary) -> None:
+        st = self.stats
+        st.cycles += 1
+        st.binds += s.binds
+        st.evictions += s.evictions
+        st.evictions_by_action.update(s.evictions_by_action)
+        st.pipelined += s.pipelined
+        st.cycle_seconds += s.seconds
+        st.last = s
+
+    async def _save_snapshot(
+        self, event_log: SqliteEventLog, projection: Any, *, force: bool = False
+    ) -> None:
+        from daemon.cache import save_projection
+
+        seq = projection.seq
+        due = force or seq - self._snapshot_seq >= self.settings.snapshot_every
+        if due and seq > self._snapshot_seq:
+            await save_projection(event_log, projection)
+            self._snapshot_seq = seq
+
+    # ------------------------------------------------------------------ output
+    def _say(self, line: str) -> None:
+        print(line, file=self.out, flush=True)
+
+    def _progress(self, sim: Any, runner: CycleRunner, s: CycleSummary) -> None:
+        now = time.monotonic()
+        if now - self._last_progress < self.settings.progress_every:
+            return
+        self._last_progress = now
+        shares = " ".join(f"{q}={v:.2f}" for q, v in sorted(s.queue_shares.items()) if q != "root")
+        line = (
+            f"t={_clock(sim.now_ms)} cycle={runner.cycle} bound={s.bound} pending={s.pending} "
+            f"binds+={self.stats.binds} evictions={self.stats.evictions} shares[{shares}]"
+        )
+        self.notifier.status(line)
+        self._say(line)
+
+    def _summary(self, sim: Any, runner: CycleRunner, *, drained: bool, interrupted: bool = False) -> None:
+        st = self.stats
+        wall = time.monotonic() - st.started_wall
+        state = "drained" if drained else ("interrupted (SIGTERM/SIGINT)" if interrupted else "not drained")
+        lines = [
+            "",
+            f"== summary: workload {state}",
+            f"   virtual time {_clock(sim.now_ms)}, {st.cycles} cycles this run "
+            f"(last cycle id {runner.cycle}), wall {wall:.1f}s, scheduling {st.cycle_seconds:.1f}s",
+            f"   binds {st.binds}, evictions {st.evictions}"
+            + (
+                f" ({', '.join(f'{a} {n}' for a, n in sorted(st.evictions_by_action.items()))})"
+                if st.evictions
+                else ""
+            )
+            + f", pipelined (cumulative) {st.pipelined}",
+        ]
+        if st.last is not None:
+            lines.append(f"   pods bound now {st.last.bound}, pending {st.last.pending}")
+            for q, share in sorted(st.last.queue_shares.items()):
+                if q != "root":
+                    lines.append(f"   queue {q}: share {share:.2f}")
+        lines.append(f"   log: {self.settings.db_path}")
+        for line in lines:
+            self._say(line)
+
+    # ------------------------------------------------------------------ signals, watchdog, API
+    async def _watch_signals(self, scope: anyio.CancelScope) -> None:
+        with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
+            async for signum in signals:
+                if self.stop_requested:
+                    log.warning("second signal: stopping now")
+                    scope.cancel()
+                    return
+                log.info("signal %s: finishing the running cycle, then stopping", signal.Signals(signum).name)
+                self.stop_requested = True
+                self.notifier.stopping("finishing the running cycle")
+                self._stop_ev.set()
+
+    async def _wait_for_stop(self) -> None:
+        await self._stop_ev.wait()
+
+    async def _watchdog(self) -> None:
+        interval = self.notifier.watchdog_interval or 1.0
+        while True:
+            self.notifier.watchdog()
+            await anyio.sleep(interval)
+
+    async def _start_api(self, event_log: SqliteEventLog, projection: Any, writer: Writer) -> Any:
+        from aiohttp import web
+
+        from api.app import build_app
+        from daemon.runtime.api_view import LiveView
+
+        host, port = split_listen(self.settings.listen)
+        view = LiveView(self, event_log, projection, writer)
+        app = build_app(view, token=self.settings.api_token, max_body_bytes=self.settings.max_body_bytes)
+        runner = web.AppRunner(app, access_log=None)
+        await runner.setup()
+        site = web.TCPSite(runner, host, port)
+        await site.start()
+        sockets = getattr(site._server, "sockets", None) or []
+        bound = sockets[0].getsockname()[:2] if sockets else (host, port)
+        self.listen_address = (str(bound[0]), int(bound[1]))
+        log.info("REST API listening on http://%s:%d", *self.listen_address)
+        self._say(f"REST API on http://{self.listen_address[0]}:{self.listen_address[1]}")
+        return runner
+
+
+async def _resume_events(event_log: SqliteEventLog) -> list[Any]:
+    return [
+        row.event async for row in event_log.read_range(1, await event_log.last_seq(), types=_RESUME_TYPES)
+    ]
+
+
+def _clock(ms: int) -> str:
+    s = ms // 1000
+    return f"{s // 3600:02d}:{s // 60 % 60:02d}:{s % 60:02d}"
