@@ -253,3 +253,19 @@ async def test_each_group_is_one_begin_immediate_commit_transaction(db):
     ], statements
     assert all(s.upper() == "BEGIN IMMEDIATE" for s in statements if s.upper().startswith("BEGIN"))
     assert [r.seq for r in await db.read()] == [1, 2, 3]
+
+
+@pytest.mark.parametrize(
+    "types", [None, ["decision.bind"], ["decision.bind", "decision.evict", "cycle.opened"]]
+)
+def test_page_queries_use_an_index_in_seq_order(tmp_path, types):
+    from store.migrate import migrate
+    from store.sqlite import _select_sql
+
+    path = tmp_path / "e.db"
+    migrate(str(path))
+    sql, params = _select_sql(5, 1000, 10, types)
+    plan = " | ".join(r[3] for r in _raw(str(path), "EXPLAIN QUERY PLAN " + sql, tuple(params)))
+    assert "SCAN events" not in plan, plan  # never a full scan
+    if types is not None:
+        assert plan.count("USING INDEX events_type_seq") == len(types), plan
