@@ -179,7 +179,12 @@ class Preempt:
             return False
         queue = ssn.queues[job.queue]
         for node in sort_nodes_by_score(ssn, preemptor, nodes):
-            victims = ssn.preemptable(preemptor, tasks_on_node(ssn, node, keep))
+            preemptees = tasks_on_node(ssn, node, keep)
+            # Victims are a subset of the preemptees: if all of them cannot make room, no vote can
+            # (a shortcut; Volcano asks the plugins and then fails ValidateVictims the same way).
+            if not validate_victims(preemptor, node, preemptees):
+                continue
+            victims = ssn.preemptable(preemptor, preemptees) if preemptees else []
             reason = eviction_reason("preempted", preemptor.key, job, ssn.last_victim_deciders)
             if not validate_victims(preemptor, node, victims):
                 continue

@@ -287,7 +287,9 @@ def select_victims_on_node(
     with the reason when the node is not a candidate).
     """
     preemptees = tasks_on_node(ssn, node, keep)
-    all_victims = ssn.preemptable(preemptor, preemptees)
+    if not validate_victims(preemptor, node, preemptees):  # victims are a subset: shortcut
+        return None, f"no validated victims on node {node.name}"
+    all_victims = ssn.preemptable(preemptor, preemptees) if preemptees else []
     deciders = ssn.last_victim_deciders
     if not validate_victims(preemptor, node, all_victims):
         return None, f"no validated victims on node {node.name}"
