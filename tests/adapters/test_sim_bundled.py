@@ -59,11 +59,11 @@ def test_bundled_sample_drains_with_the_default_conf() -> None:
     assert s.pending == 0 and s.running == 0 and s.succeeded == s.pods
     assert s.podgroups_completed == 50
     assert s.bind_failures == 0
-    assert wall < 60
+    assert wall < 120  # ~4 s (default conf) / ~14 s (with reclaim, preempt) on an idle machine
     completed = [e for e in d.log if isinstance(e, PodGroupUpserted) and e.manifest.get("status")]
     assert len(completed) == 50
     # virtual time jumped: far fewer cycles than virtual seconds
-    assert d.summary.cycles < s.now_ms // 1000
+    assert d.summary.cycles < s.now_ms // 2000
 
 
 @pytest.mark.skipif(not {"preempt", "reclaim"} <= set(ACTIONS), reason="preempt/reclaim not registered")
@@ -81,7 +81,7 @@ def test_bundled_sample_reclaims_and_preempts_and_still_drains() -> None:
     assert s.evictions == len(evictions) and s.recreated == s.evictions  # every victim was a Volcano Job pod
     assert s.pending == 0 and s.running == 0 and s.succeeded == s.pods == 177
     assert s.bind_failures == 0
-    assert wall < 60
+    assert wall < 120  # ~4 s (default conf) / ~14 s (with reclaim, preempt) on an idle machine
     # a recreated pod ran to completion under its new uid
     done = [e for e in d.log if isinstance(e, PodUpserted) and e.manifest["status"]["phase"] == "Succeeded"]
     assert any("fumarole.io/incarnation" in e.manifest["metadata"]["annotations"] for e in done)

@@ -122,9 +122,13 @@ class Driver:
         snap = build_snapshot(self.sim.objects())
         for uid, job in snap.jobs.items():
             st = self.statuses.get(uid)
-            if st is None or job.status.phase == "Completed":
+            if st is None:
                 continue
-            job.status.phase = st.phase
+            # The simulator's Completed (a fact) wins over an older phase; the conditions and
+            # counts the scheduler wrote are kept either way, or the session would find the
+            # status changed every cycle and the run would never be idle.
+            if job.status.phase != "Completed":
+                job.status.phase = st.phase
             job.status.conditions = list(st.conditions)
             job.status.running = st.running
             job.status.succeeded = st.succeeded
