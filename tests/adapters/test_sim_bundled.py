@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 import pytest
@@ -50,16 +49,13 @@ def test_bundled_sample_shape() -> None:
 
 def test_bundled_sample_drains_with_the_default_conf() -> None:
     conf = parse_conf(DEFAULT_CONF.read_text(), source=str(DEFAULT_CONF))
-    t0 = time.perf_counter()
     d = Driver(Simulator.bundled(), conf)
     d.run(max_cycles=5000)
-    wall = time.perf_counter() - t0
     s = d.sim.stats()
     assert s.submitted == s.submissions == 50
     assert s.pending == 0 and s.running == 0 and s.succeeded == s.pods
     assert s.podgroups_completed == 50
     assert s.bind_failures == 0
-    assert wall < 120  # ~4 s (default conf) / ~14 s (with reclaim, preempt) on an idle machine
     completed = [e for e in d.log if isinstance(e, PodGroupUpserted) and e.manifest.get("status")]
     assert len(completed) == 50
     # virtual time jumped: far fewer cycles than virtual seconds
@@ -68,10 +64,8 @@ def test_bundled_sample_drains_with_the_default_conf() -> None:
 
 @pytest.mark.skipif(not {"preempt", "reclaim"} <= set(ACTIONS), reason="preempt/reclaim not registered")
 def test_bundled_sample_reclaims_and_preempts_and_still_drains() -> None:
-    t0 = time.perf_counter()
     d = Driver(Simulator.bundled(), parse_conf(RECLAIM_PREEMPT_CONF))
     d.run(max_cycles=5000)
-    wall = time.perf_counter() - t0
     assert d.summary.evictions.get("reclaim", 0) > 0, d.summary
     assert d.summary.evictions.get("preempt", 0) > 0, d.summary
     evictions = [e for e in d.log if isinstance(e, EvictDecided)]
@@ -81,7 +75,6 @@ def test_bundled_sample_reclaims_and_preempts_and_still_drains() -> None:
     assert s.evictions == len(evictions) and s.recreated == s.evictions  # every victim was a Volcano Job pod
     assert s.pending == 0 and s.running == 0 and s.succeeded == s.pods == 177
     assert s.bind_failures == 0
-    assert wall < 120  # ~4 s (default conf) / ~14 s (with reclaim, preempt) on an idle machine
     # a recreated pod ran to completion under its new uid
     done = [e for e in d.log if isinstance(e, PodUpserted) and e.manifest["status"]["phase"] == "Succeeded"]
     assert any("fumarole.io/incarnation" in e.manifest["metadata"]["annotations"] for e in done)
