@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Run the `fumarole` command from the repository's virtualenv, creating it if needed.
-# Usage: scripts/run.sh [fumarole args...]   (no args: schedule the bundled example cluster)
+# Usage: scripts/run.sh [fumarole args...]   (no args: `fumarole run`, the daemon on the bundled simulation)
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -31,9 +31,6 @@ export VIRTUAL_ENV="$VENV"
 
 # Arguments are passed through untouched, relative to the caller's directory.
 if [ "$#" -eq 0 ]; then
-    set -- schedule \
-        --conf "$ROOT/daemon/examples/default-conf.yaml" \
-        --cluster "$ROOT/daemon/examples/cluster.yaml" \
-        --format table
+    set -- run
 fi
 exec fumarole "$@"

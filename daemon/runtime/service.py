@@ -27,7 +27,7 @@ from daemon.runtime.session_loop import CycleRunner, CycleSummary
 from daemon.runtime.settings import Settings, split_listen
 from daemon.runtime.systemd import Notifier
 from daemon.runtime.writer import Writer
-from store.events import OBSERVED, OUTCOMES
+from store.events import OBSERVED, OUTCOMES, BindDecided, EvictDecided
 from store.sqlite import SqliteEventLog
 
 if TYPE_CHECKING:
@@ -165,10 +165,10 @@ class Service:
         idle = False
         while not self.stop_requested:
             if sim.drained():
-                self._summary(sim, runner, drained=True)
+                await self._summary(sim, runner, event_log, drained=True)
                 return 0
             if self.stats.cycles >= self.settings.max_cycles:
-                self._summary(sim, runner, drained=False)
+                await self._summary(sim, runner, event_log, drained=False)
                 log.error(
                     "stopped: max_cycles=%d reached before the workload drained", self.settings.max_cycles
                 )
@@ -184,7 +184,7 @@ class Service:
             idle = not summary.decided and not changed
             await self._save_snapshot(event_log, runner.projection)
             self._progress(sim, runner, summary)
-        self._summary(sim, runner, drained=False, interrupted=True)
+        await self._summary(sim, runner, event_log, drained=False, interrupted=True)
         return 0
 
     def _account(self, s: CycleSummary) -> None:
@@ -225,29 +225,35 @@ class Service:
         self.notifier.status(line)
         self._say(line)
 
-    def _summary(self, sim: Any, runner: CycleRunner, *, drained: bool, interrupted: bool = False) -> None:
+    async def _summary(
+        self, sim: Any, runner: CycleRunner, event_log: Any, *, drained: bool, interrupted: bool = False
+    ) -> None:
         st = self.stats
         wall = time.monotonic() - st.started_wall
         state = "drained" if drained else ("interrupted (SIGTERM/SIGINT)" if interrupted else "not drained")
+        totals = await _log_totals(event_log)
         lines = [
             "",
             f"== summary: workload {state}",
-            f"   virtual time {_clock(sim.now_ms)}, {st.cycles} cycles this run "
-            f"(last cycle id {runner.cycle}), wall {wall:.1f}s, scheduling {st.cycle_seconds:.1f}s",
-            f"   binds {st.binds}, evictions {st.evictions}"
-            + (
-                f" ({', '.join(f'{a} {n}' for a, n in sorted(st.evictions_by_action.items()))})"
-                if st.evictions
-                else ""
-            )
-            + f", pipelined (cumulative) {st.pipelined}",
+            f"   virtual time {_clock(sim.now_ms)}; {runner.cycle} cycles in the log, {st.cycles} this run "
+            f"(wall {wall:.1f}s, of which scheduling {st.cycle_seconds:.1f}s)",
+            f"   binds {totals.binds}, evictions {totals.evictions}"
+            + (f" ({_by(totals.evictions_by_action)})" if totals.evictions else ""),
         ]
-        if st.last is not None:
-            lines.append(f"   pods bound now {st.last.bound}, pending {st.last.pending}")
-            for q, share in sorted(st.last.queue_shares.items()):
-                if q != "root":
-                    lines.append(f"   queue {q}: share {share:.2f}")
-        lines.append(f"   log: {self.settings.db_path}")
+        for q in sorted(totals.binds_by_queue.keys() | totals.evicted_by_queue.keys()):
+            lines.append(
+                f"   queue {q}: {totals.binds_by_queue.get(q, 0)} binds, "
+                f"{totals.evicted_by_queue.get(q, 0)} of its pods evicted"
+            )
+        stuck = sim.stuck_pods() if hasattr(sim, "stuck_pods") else []
+        if stuck:
+            lines.append(f"   {len(stuck)} pod(s) can never be placed: {', '.join(stuck[:5])}")
+        if st.cycles == 0 and drained:
+            lines.append(
+                f"   (the log in {self.settings.data_dir} already holds this finished run; "
+                "remove it or pass --data-dir to start a new one)"
+            )
+        lines.append(f"   log: {self.settings.db_path}  (inspect: fumarole events / replay --db ...)")
         for line in lines:
             self._say(line)
 
@@ -298,6 +304,34 @@ async def _resume_events(event_log: SqliteEventLog) -> list[Any]:
     return [
         row.event async for row in event_log.read_range(1, await event_log.last_seq(), types=_RESUME_TYPES)
     ]
+
+
+@dataclass(slots=True)
+class _Totals:
+    binds: int = 0
+    evictions: int = 0
+    evictions_by_action: Counter[str] = field(default_factory=Counter)
+    binds_by_queue: Counter[str] = field(default_factory=Counter)
+    evicted_by_queue: Counter[str] = field(default_factory=Counter)
+
+
+async def _log_totals(event_log: Any) -> _Totals:
+    t = _Totals()
+    last = await event_log.last_seq()
+    async for row in event_log.read_range(1, last, types=("decision.bind", "decision.evict")):
+        ev = row.event
+        if isinstance(ev, BindDecided):
+            t.binds += 1
+            t.binds_by_queue[ev.queue] += 1
+        elif isinstance(ev, EvictDecided):
+            t.evictions += 1
+            t.evictions_by_action[ev.action] += 1
+            t.evicted_by_queue[ev.queue] += 1
+    return t
+
+
+def _by(c: Counter[str]) -> str:
+    return ", ".join(f"{k} {n}" for k, n in sorted(c.items()))
 
 
 def _clock(ms: int) -> str:
