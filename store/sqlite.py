@@ -183,10 +183,16 @@ class SqliteEventLog:
             with anyio.CancelScope(shield=True):
                 await asyncio.wait([self._writer_task])
         with anyio.CancelScope(shield=True):
-            if self._writer is not None:
-                await self._writer.close()
+            # Readers first, so that the writer is the last connection: checkpoint the WAL into
+            # the database file and truncate it (a clean shutdown leaves no WAL to recover).
             for c in self._readers:
                 await c.close()
+            if self._writer is not None:
+                try:
+                    await self._writer.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+                except Exception:  # best effort: the WAL stays valid and is replayed on open
+                    pass
+                await self._writer.close()
         self._notify()
 
     async def __aenter__(self) -> SqliteEventLog:

@@ -163,6 +163,8 @@ def test_sigterm_mid_run_exits_cleanly_and_resumes(tmp_path: Path) -> None:
     proc.send_signal(signal.SIGTERM)
     out, err = proc.communicate(timeout=60)
     assert proc.returncode == 0, out + err
+    wal = data / "fumarole.db-wal"
+    assert not wal.exists() or wal.stat().st_size == 0, "the WAL was not checkpointed on a clean stop"
     rows = read_log(data / "fumarole.db")
     types = Counter(r.type for r in rows)
     assert types["cycle.opened"] == types["cycle.closed"]
