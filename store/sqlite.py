@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import itertools
 import sqlite3
 from collections.abc import AsyncGenerator, Collection, Sequence
@@ -188,10 +189,8 @@ class SqliteEventLog:
             for c in self._readers:
                 await c.close()
             if self._writer is not None:
-                try:
+                with contextlib.suppress(Exception):  # best effort: a WAL left behind is replayed on open
                     await self._writer.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-                except Exception:  # best effort: the WAL stays valid and is replayed on open
-                    pass
                 await self._writer.close()
         self._notify()
 
