@@ -17,6 +17,7 @@ from fumarole_store_kit import bind, clock, node
 
 from daemon.cli import main
 from store.codec import encode
+from store.migrate import load_migrations
 from store.sqlite import SqliteEventLog
 
 
@@ -35,12 +36,14 @@ def _lines(out: str) -> list[dict]:
 
 def test_migrate_creates_and_then_reports_up_to_date(tmp_path, capsys):
     db = tmp_path / "e.db"
+    versions = [m.version for m in load_migrations()]
     assert main(["migrate", "--db", str(db)]) == 0
-    assert "applied migration(s) 1" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert f"applied migration(s) {', '.join(map(str, versions))}; schema version {versions[-1]}" in out
     assert main(["migrate", "--db", str(db)]) == 0
-    assert "up to date" in capsys.readouterr().out
+    assert f"schema version {versions[-1]}, up to date" in capsys.readouterr().out
     conn = sqlite3.connect(db)
-    assert conn.execute("SELECT max(version) FROM schema_migrations").fetchone() == (1,)
+    assert conn.execute("SELECT max(version) FROM schema_migrations").fetchone() == (versions[-1],)
     conn.close()
 
 
