@@ -33,7 +33,13 @@ tiers:
 actions: "enqueue, allocate, preempt, reclaim, backfill"
 tiers:
 - plugins: [{name: priority}, {name: gang}, {name: conformance}]
-- plugins: [{name: overcommit}, {name: drf}, {name: predicates}, {name: proportion}, {name: nodeorder}, {name: binpack}]
+- plugins:
+  - {name: overcommit}
+  - {name: drf}
+  - {name: predicates}
+  - {name: proportion}
+  - {name: nodeorder}
+  - {name: binpack}
 """,
     "capacity": """
 actions: "enqueue, allocate, reclaim, backfill"
