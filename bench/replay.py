@@ -206,7 +206,15 @@ async def build_history(path: str, cycles: int) -> int:
     started: dict[str, int] = {}
     for c in range(1, cycles + 1):
         await write([_arrival(c), _arrival(c + cycles)])
-        d = decide(p.freeze(cycle=c), conf, cycle=c, watermark=p.seq, conf_hash=h, previous=p.explanations())
+        d = decide(
+            p.freeze(cycle=c),
+            conf,
+            cycle=c,
+            watermark=p.seq,
+            conf_hash=h,
+            previous=p.explanations(),
+            previous_queues=p.queue_figures_in_force(),
+        )
         await write(list(d.events))
         answers: list[Any] = []
         for ev in d.events:

@@ -167,6 +167,9 @@ def migrate(
         for mig in migs:
             if _apply_one(conn, mig, path, code_version):
                 applied.append(mig.version)
+        from store.index import backfill_index  # the decision index (0002) covers rows written before it
+
+        backfill_index(conn)
         return applied
     except sqlite3.DatabaseError as e:
         raise MigrationError(f"{path}: {e}") from e

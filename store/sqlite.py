@@ -15,6 +15,7 @@ import anyio
 
 from store.codec import CodecError, decode, event_row
 from store.events import Event
+from store.index import INSERT_INDEX, IndexFields, index_fields
 from store.log import (
     CorruptEventError,
     LogClosedError,
@@ -42,6 +43,8 @@ _COLUMNS = "seq, type, v, idem_key, body"
 _KEY_CHUNK = 500  # idempotency keys looked up per SELECT (well under SQLite's variable limit)
 
 Row = tuple[str, int, int | None, str | None, bytes]  # type, v, at_ms, idem_key, body
+# Row plus the decision-index fields of its event (store/index.py), None for a non-decision.
+IndexedRow = tuple[str, int, int | None, str | None, bytes, IndexFields | None]
 
 
 class _KeysExist(Exception):
@@ -55,7 +58,7 @@ class _Request:
 
     def __init__(
         self,
-        rows: list[Row],
+        rows: list[IndexedRow],
         checkpoint: tuple[str, int] | None,
         snapshot: tuple[str, int, bytes] | None,
         future: asyncio.Future[list[int]],
@@ -209,11 +212,11 @@ class SqliteEventLog:
         checkpoint: tuple[str, int] | None = None,
     ) -> list[int]:
         keys = check_append_args(len(events), idem_keys, checkpoint)
-        rows: list[Row] = []
+        rows: list[IndexedRow] = []
         for ev, key in zip(events, keys, strict=True):
             tag, v, data = event_row(ev)  # an event that cannot be encoded fails the whole batch here
             at_ms = getattr(ev, "at_ms", None)
-            rows.append((tag, v, at_ms if isinstance(at_ms, int) else None, key, data))
+            rows.append((tag, v, at_ms if isinstance(at_ms, int) else None, key, data, index_fields(ev)))
         if not rows and checkpoint is None:
             self._check_writable()
             return []
@@ -239,7 +242,10 @@ class SqliteEventLog:
             raise LogClosedError(f"the event log's writer stopped: {self._writer_error!r}")
 
     async def _submit(
-        self, rows: list[Row], checkpoint: tuple[str, int] | None, snapshot: tuple[str, int, bytes] | None
+        self,
+        rows: list[IndexedRow],
+        checkpoint: tuple[str, int] | None,
+        snapshot: tuple[str, int, bytes] | None,
     ) -> list[int]:
         self._check_writable()
         fut: asyncio.Future[list[int]] = asyncio.get_running_loop().create_future()
@@ -337,12 +343,15 @@ class SqliteEventLog:
             known = await self._known_keys(conn, group) if lookup else {}
             next_seq = self._last_seq + 1
             params: list[tuple[Any, ...]] = []
+            indexed: list[tuple[Any, ...]] = []  # decision-index rows, same transaction
             results: list[list[int]] = []
             checkpoints: dict[str, int] = {}
             snapshots: list[tuple[str, int, bytes]] = []
             for req in group:
                 seqs: list[int] = []
-                for tag, v, at_ms, key, data in req.rows:
+                for row in req.rows:
+                    tag, v, at_ms, key, data = row[:5]
+                    fields = row[5] if len(row) > 5 else None
                     if key is not None:
                         old = known.get(key)
                         if old is not None:
@@ -350,6 +359,8 @@ class SqliteEventLog:
                             continue
                         known[key] = next_seq
                     params.append((next_seq, tag, v, at_ms, key, data))
+                    if fields is not None:
+                        indexed.append((next_seq, *fields))
                     seqs.append(next_seq)
                     next_seq += 1
                 results.append(seqs)
@@ -366,6 +377,8 @@ class SqliteEventLog:
                         f"append: {len(params) - cur.rowcount} row(s) hit an idempotency conflict the writer "
                         "did not expect (another writer?); nothing was written"
                     )
+                if indexed:
+                    await conn.executemany(INSERT_INDEX, indexed)
             if checkpoints:
                 await conn.executemany(_UPSERT_CHECKPOINT, list(checkpoints.items()))
             if snapshots:

@@ -29,7 +29,7 @@ from daemon.scheduler.model.queue import (
 )
 from daemon.scheduler.model.snapshot import ClusterSnapshot
 from daemon.scheduler.model.task import COMPLETED_STATUSES, TaskInfo, TaskStatus
-from store.events import JobExplained
+from store.events import JobExplained, QueueFigures
 
 __all__ = ["Projection", "session_id"]
 
@@ -67,6 +67,10 @@ class Projection(ProjectionState):
     def explanations(self) -> dict[str, JobExplained]:
         """The job explanations folded so far, by job id (pass to runtime.cycle.decide as `previous`)."""
         return dict(self.explained)
+
+    def queue_figures_in_force(self) -> dict[str, QueueFigures]:
+        """The queue figures last recorded (pass to runtime.cycle.decide as `previous_queues`)."""
+        return dict(self.queue_figures)
 
     def manifest(self, kind: str, namespace: str, name: str) -> dict[str, Any] | None:
         return self.objects[kind].get((namespace, name))

@@ -14,7 +14,7 @@ import msgspec
 
 from daemon.cache.projection import Projection
 from daemon.cache.state import KINDS, BindOverlay, raw_group_of, raw_uid
-from store.events import JobExplained, PodGroupStatusChanged
+from store.events import JobExplained, PodGroupStatusChanged, QueueFigures
 
 __all__ = ["FORMAT", "SnapshotFormatError", "decode_projection", "encode_projection", "state_image"]
 
@@ -41,6 +41,7 @@ class _Image(msgspec.Struct, frozen=True, kw_only=True):
     explanations: list[JobExplained]
     members: list[tuple[str, int]]
     resyncs: list[tuple[str, tuple[str, ...], list[tuple[str, str, str]]]]
+    queue_figures: dict[str, QueueFigures] = {}
 
 
 def state_image(p: Projection) -> _Image:
@@ -63,6 +64,7 @@ def state_image(p: Projection) -> _Image:
             (source, kinds, sorted((kind, ns, name) for kind, (ns, name) in seen))
             for source, (kinds, seen) in sorted(p.resyncs.items())
         ],
+        queue_figures=dict(p.queue_figures),
     )
 
 
@@ -104,6 +106,7 @@ def decode_projection(data: bytes) -> Projection:
     p.pg_status = {(e.namespace, e.name): e for e in img.pg_status}
     p.explained = {f"{e.namespace}/{e.name}": e for e in img.explanations}
     p.members = dict(img.members)
+    p.queue_figures = dict(img.queue_figures)
     p.resyncs = {
         source: (tuple(kinds), {(kind, (ns, name)) for kind, ns, name in seen})
         for source, kinds, seen in img.resyncs

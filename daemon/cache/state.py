@@ -33,6 +33,8 @@ Folding rules (decisions and outcomes, what Volcano's cache does on its own writ
   no pod of that group is left and no PodGroup object of that name exists.
 * `JobExplained` records the job's explanation (an empty one removes it); `explanations()`
   hands them to the next cycle so that only changed explanations are written.
+* `QueueFiguresRecorded` replaces `queue_figures` (the queues' deserved/allocated/share… as
+  of the last cycle that changed them); the next cycle compares against them.
 * `CycleOpened` advances `last_cycle`; `ConfigurationRecorded` sets `conf_hash`.  Other
   decisions (pipelines, cycle closed, rejected configurations) change nothing: pipelining
   lives only inside a session, as in Volcano.
@@ -64,6 +66,8 @@ from store.events import (
     PriorityClassDeleted,
     PriorityClassUpserted,
     QueueDeleted,
+    QueueFigures,
+    QueueFiguresRecorded,
     QueueUpserted,
     ResourceQuotaDeleted,
     ResourceQuotaUpserted,
@@ -198,6 +202,7 @@ class ProjectionState:
         self.evictions: dict[Key, tuple[int, str]] = {}  # (decision seq, pod uid)
         self.pg_status: dict[Key, PodGroupStatusChanged] = {}
         self.explained: dict[str, JobExplained] = {}
+        self.queue_figures: dict[str, QueueFigures] = {}  # the last recorded QueueFiguresRecorded.queues
         self.members: dict[str, int] = {}  # job id -> pods in it
         self.pod_ident: dict[Key, tuple[str, str]] = {}  # pod -> (uid, job id) of its stored manifest
         self.resyncs: dict[str, tuple[tuple[str, ...], set[tuple[str, Key]]]] = {}
@@ -230,6 +235,7 @@ class ProjectionState:
             PodGroupStatusChanged: self._pg_status,
             JobExplained: self._explained,
             CycleOpened: self._cycle_opened,
+            QueueFiguresRecorded: self._queue_figures,
             ConfigurationRecorded: self._conf_recorded,
         }
 
@@ -369,6 +375,9 @@ class ProjectionState:
             self.explained.pop(uid, None)
         else:
             self.explained[uid] = e
+
+    def _queue_figures(self, seq: int, e: QueueFiguresRecorded) -> None:
+        self.queue_figures = dict(e.queues)
 
     def _cycle_opened(self, seq: int, e: CycleOpened) -> None:
         self.last_cycle = max(self.last_cycle, e.cycle)

@@ -13,7 +13,10 @@ cycle writes, in this order:
    (the explanations the projection holds at the same watermark), sorted by job; a job that
    was explained before and now has nothing pending (or is gone) gets an empty explanation
    (message "", no reasons), which the projection folds as "no longer waiting";
-7. `CycleClosed` with counts and the measured timings.
+7. `QueueFiguresRecorded` with the queue-share plugin's per-queue figures (queues sorted), only
+   when they differ from `previous_queues` (the figures the projection holds at the watermark;
+   None = unknown, always written when there are figures);
+8. `CycleClosed` with counts and the measured timings.
 
 The daemon's session loop and `fumarole replay` both call this function, so replay compares
 like with like.  `comparable(event)` blanks what is measured or run-specific (timings, trace
@@ -38,9 +41,11 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 
 from daemon.cache.projection import session_id
+from daemon.offline import quantities
 from daemon.scheduler.framework.conf import SchedulerConf
 from daemon.scheduler.framework.run import SessionResult, run_session
 from daemon.scheduler.model.job import JobInfo
+from daemon.scheduler.model.resources import Resource
 from daemon.scheduler.model.snapshot import ClusterSnapshot
 from daemon.scheduler.model.task import TaskInfo
 from store.events import (
@@ -53,6 +58,8 @@ from store.events import (
     PipelineDecided,
     PodGroupConditionRecord,
     PodGroupStatusChanged,
+    QueueFigures,
+    QueueFiguresRecorded,
 )
 
 if TYPE_CHECKING:
@@ -68,6 +75,7 @@ __all__ = [
     "describe",
     "explanation_key",
     "first_difference",
+    "queue_figures",
     "session_id",
 ]
 
@@ -78,6 +86,7 @@ CycleEvent = (
     | PipelineDecided
     | PodGroupStatusChanged
     | JobExplained
+    | QueueFiguresRecorded
     | CycleClosed
 )
 
@@ -132,12 +141,14 @@ def decide(
     trace_id: str = "",
     previous: Mapping[str, JobExplained] | None = None,
     tracer_provider: TracerProvider | None = None,
+    previous_queues: Mapping[str, QueueFigures] | None = None,
 ) -> CycleDecisions:
     """Run one session over `snapshot` and return its decision events (see the module notes).
 
     `snapshot` is not modified (the session works on a clone); its `session_id` is replaced by
     `session_id(cycle)`.  `previous` are the job explanations in force at `watermark`
-    (Projection.explanations()); only changed explanations are emitted.
+    (Projection.explanations()); only changed explanations are emitted.  `previous_queues` are
+    the queue figures in force at `watermark` (Projection.queue_figures_in_force()).
     """
     t0 = time.perf_counter()
     snap = replace(snapshot, session_id=session_id(cycle))
@@ -225,6 +236,9 @@ def decide(
             )
         )
     events.extend(_explanations(snap, result, tasks, cycle, trace_id, previous or {}))
+    figures = queue_figures(result.queues)
+    if figures and (previous_queues is None or dict(previous_queues) != figures):
+        events.append(QueueFiguresRecorded(cycle=cycle, queues=figures, trace_id=trace_id))
     n_tasks = sum(len(j.tasks) for j in snap.jobs.values())
     events.append(
         CycleClosed(
@@ -266,6 +280,34 @@ def _plugin_seconds(result: SessionResult) -> dict[str, float]:
         plugin = key.split(".", 1)[0]
         out[plugin] = out.get(plugin, 0.0) + float(figures.get("seconds", 0.0))
     return {k: round(v, 6) for k, v in sorted(out.items())}
+
+
+def _quantities(r: Any) -> dict[str, str]:
+    if not isinstance(r, Resource):
+        return {}
+    return quantities(r)
+
+
+def queue_figures(raw: Mapping[str, Mapping[str, Any]]) -> dict[str, QueueFigures]:
+    """SessionResult.queues (Resource objects from proportion/capacity) as QueueFigures, by queue name."""
+    out: dict[str, QueueFigures] = {}
+    for name in sorted(raw):
+        f = raw[name]
+        weight = f.get("weight", 0)
+        share = f.get("share", 0.0)
+        parent = f.get("parent", "")
+        out[name] = QueueFigures(
+            weight=int(weight) if isinstance(weight, int | float) else 0,
+            deserved=_quantities(f.get("deserved")),
+            allocated=_quantities(f.get("allocated")),
+            capability=_quantities(f.get("capability")),
+            guarantee=_quantities(f.get("guarantee")),
+            request=_quantities(f.get("request")),
+            inqueue=_quantities(f.get("inqueue")),
+            share=round(float(share), 6) if isinstance(share, int | float) else 0.0,
+            parent=parent if isinstance(parent, str) else "",
+        )
+    return out
 
 
 # ---------------------------------------------------------------------------------------------
@@ -465,6 +507,8 @@ def describe(event: Any) -> str:
         return f"{tag} {event.namespace}/{event.name} phase {event.phase}"
     if isinstance(event, JobExplained):
         return f"{tag} {event.namespace}/{event.name}: {event.message or '(no longer waiting)'}"
+    if isinstance(event, QueueFiguresRecorded):
+        return f"{tag} cycle {event.cycle}: {', '.join(event.queues) or '(no queues)'}"
     if isinstance(event, CycleOpened):
         return f"{tag} cycle {event.cycle} watermark {event.watermark} now_ms {event.now_ms}"
     if isinstance(event, CycleClosed):

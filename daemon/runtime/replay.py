@@ -39,12 +39,20 @@ from store.events import (
     JobExplained,
     PipelineDecided,
     PodGroupStatusChanged,
+    QueueFiguresRecorded,
 )
 from store.log import EventLog
 
 __all__ = ["CycleVerdict", "ReplayError", "ReplayReport", "WhatIf", "replay"]
 
-_CYCLE_TYPES = (BindDecided, EvictDecided, PipelineDecided, PodGroupStatusChanged, JobExplained)
+_CYCLE_TYPES = (
+    BindDecided,
+    EvictDecided,
+    PipelineDecided,
+    PodGroupStatusChanged,
+    JobExplained,
+    QueueFiguresRecorded,
+)
 
 
 class ReplayError(Exception):
@@ -224,6 +232,7 @@ async def replay(
             else:
                 snap = p.freeze(cycle=co.cycle)
                 previous = p.explanations()
+                previous_queues = p.queue_figures_in_force()
                 conf = _conf_for(co.conf_hash, texts, parsed, co.cycle)
                 item.recomputed = decide(
                     snap,
@@ -232,6 +241,7 @@ async def replay(
                     watermark=co.watermark,
                     conf_hash=co.conf_hash,
                     previous=previous,
+                    previous_queues=previous_queues,
                 )
                 if alternative is not None:
                     item.alternative = decide(
@@ -241,6 +251,7 @@ async def replay(
                         watermark=co.watermark,
                         conf_hash=alternative_hash,
                         previous=previous,
+                        previous_queues=previous_queues,
                     )
             pending[seq] = item
             by_cycle[co.cycle] = item

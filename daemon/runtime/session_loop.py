@@ -79,6 +79,7 @@ class CycleRunner:
         watermark = self.projection.seq
         snapshot: ClusterSnapshot = self.projection.freeze(cycle=self.cycle + 1)
         previous = self.projection.explanations()
+        previous_queues = self.projection.queue_figures_in_force()
         self.cycle += 1
         cycle = self.cycle
 
@@ -96,6 +97,7 @@ class CycleRunner:
                     conf_hash=active.hash,
                     trace_id=tid,
                     previous=previous,
+                    previous_queues=previous_queues,
                     tracer_provider=self.tracer_provider,
                 )
                 closed = out.closed

@@ -41,6 +41,8 @@ from store.events.decisions import (
     PipelineDecided,
     PodGroupConditionRecord,
     PodGroupStatusChanged,
+    QueueFigures,
+    QueueFiguresRecorded,
 )
 from store.events.outcomes import (
     BindFailed,
@@ -80,6 +82,7 @@ DECISIONS: tuple[type[EventBase], ...] = (
     PipelineDecided,
     PodGroupStatusChanged,
     JobExplained,
+    QueueFiguresRecorded,
     CycleClosed,
 )
 OUTCOMES: tuple[type[EventBase], ...] = (BindSucceeded, BindFailed, EvictSucceeded, EvictFailed)
@@ -136,6 +139,8 @@ __all__ = [
     "PriorityClassDeleted",
     "PriorityClassUpserted",
     "QueueDeleted",
+    "QueueFigures",
+    "QueueFiguresRecorded",
     "QueueUpserted",
     "ResourceQuotaDeleted",
     "ResourceQuotaUpserted",

@@ -1,9 +1,9 @@
 """Decisions: what a scheduling cycle decided, written in one transaction per cycle.
 
 A cycle is `CycleOpened`, then its binds / evictions / pipelines / PodGroup status changes /
-job explanations, then `CycleClosed`.  `CycleOpened.watermark` is the last log sequence the
-cycle's snapshot includes; with the configuration (by hash; the text is in the latest
-`ConfigurationRecorded` of that hash) it is everything replay needs.  Pods are named by
+job explanations / queue figures (when changed), then `CycleClosed`.  `CycleOpened.watermark`
+is the last log sequence the cycle's snapshot includes; with the configuration (by hash; the
+text is in the latest `ConfigurationRecorded` of that hash) it is everything replay needs.  Pods are named by
 namespace, name and uid; jobs as "<namespace>/<podgroup>".  `trace_id` is the cycle's
 OpenTelemetry trace id as 32 hex digits ("" when tracing is off).
 """
@@ -134,6 +134,33 @@ class JobExplained(EventBase, frozen=True, tag="decision.job_explained"):
     trace_id: str = ""
 
 
+class QueueFigures(msgspec.Struct, frozen=True, kw_only=True):
+    """One queue as the queue-share plugin in force (proportion or capacity) saw it in a session.
+
+    Resources are Kubernetes quantity strings by resource name (unlimited dimensions left out);
+    `share` is the plugin's dominant share, rounded to 6 digits.  Fields the plugin does not
+    compute stay empty (proportion has no `guarantee`/`parent`, capacity no `weight`).
+    """
+
+    weight: int = 0
+    deserved: dict[str, str] = msgspec.field(default_factory=dict)
+    allocated: dict[str, str] = msgspec.field(default_factory=dict)
+    capability: dict[str, str] = msgspec.field(default_factory=dict)
+    guarantee: dict[str, str] = msgspec.field(default_factory=dict)
+    request: dict[str, str] = msgspec.field(default_factory=dict)
+    inqueue: dict[str, str] = msgspec.field(default_factory=dict)
+    share: float = 0.0
+    parent: str = ""
+
+
+class QueueFiguresRecorded(EventBase, frozen=True, tag="decision.queue_figures"):
+    """The per-queue figures of a cycle, written only when they differ from the last recorded ones."""
+
+    cycle: int
+    queues: dict[str, QueueFigures] = msgspec.field(default_factory=dict)
+    trace_id: str = ""
+
+
 class CycleClosed(EventBase, frozen=True, tag="cycle.closed"):
     """Counts and timings (seconds, measured, not part of the decision) of a finished cycle."""
 
@@ -159,5 +186,6 @@ DecisionEvent = (
     | PipelineDecided
     | PodGroupStatusChanged
     | JobExplained
+    | QueueFiguresRecorded
     | CycleClosed
 )

@@ -32,7 +32,14 @@ def test_cycle_events_are_ordered_and_counted() -> None:
     assert describe_snapshot(snap) == before  # the input is not modified
     kinds = [type(e).__name__ for e in d.events]
     assert kinds[0] == "CycleOpened" and kinds[-1] == "CycleClosed"
-    order = ["BindDecided", "EvictDecided", "PipelineDecided", "PodGroupStatusChanged", "JobExplained"]
+    order = [
+        "BindDecided",
+        "EvictDecided",
+        "PipelineDecided",
+        "PodGroupStatusChanged",
+        "JobExplained",
+        "QueueFiguresRecorded",
+    ]
     ranks = [order.index(k) for k in kinds[1:-1]]
     assert ranks == sorted(ranks)
     opened = d.opened

@@ -86,7 +86,15 @@ async def _history(path: str, cycles: int = 4, snapshot_after: int | None = None
     now = 1_000
     for c in range(1, cycles + 1):
         snap = p.freeze(cycle=c)
-        d = decide(snap, conf, cycle=c, watermark=p.seq, conf_hash=conf_hash(text), previous=p.explanations())
+        d = decide(
+            snap,
+            conf,
+            cycle=c,
+            watermark=p.seq,
+            conf_hash=conf_hash(text),
+            previous=p.explanations(),
+            previous_queues=p.queue_figures_in_force(),
+        )
         seqs = await write(list(d.events))
         info["cycles"].append(seqs[0])
         answers: list[Any] = []
