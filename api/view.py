@@ -1,27 +1,33 @@
 """The small read interface the API uses to reach the daemon (or a log file opened read-only).
 
 `api` never imports the daemon's runtime: the daemon hands `build_app` an object with this
-shape (daemon/runtime/api_view.py: LiveView), and `fumarole serve` a read-only one.
+shape (daemon/runtime/api_view.py: LiveView), and `fumarole serve` a read-only one
+(ReadOnlyView).  Everything about cluster state comes back as the API's own response types;
+the log is read directly (keyset pages, the decision index).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, Protocol
+from typing import Protocol
 
+from api.types import JobDetail, JobRow, NodeRow, QueueRow
 from store.events import Event
-from store.log import EventLog
+from store.log import EventLog, StoredEvent
+
+
+class DecisionLog(EventLog, Protocol):
+    """An EventLog with the decision index (store/index.py; SqliteEventLog)."""
+
+    async def read_decisions(
+        self, *, since: int = 1, limit: int = 100, types: tuple[str, ...] = (), **filters: str | int | None
+    ) -> list[StoredEvent]: ...
 
 
 class DaemonView(Protocol):
     @property
-    def event_log(self) -> EventLog:
+    def event_log(self) -> DecisionLog:
         """The log (read through it; writes go through `ingest`)."""
-        ...
-
-    @property
-    def projection(self) -> Any:
-        """The live projection (daemon.cache), read-only for the API."""
         ...
 
     def is_ready(self) -> bool:
@@ -39,4 +45,24 @@ class DaemonView(Protocol):
 
     async def ingest(self, events: Sequence[Event], idem_keys: Sequence[str | None]) -> list[int]:
         """Append observed events through the daemon's single writer; returns their sequences."""
+        ...
+
+    def jobs(self, *, queue: str | None = None, phase: str | None = None) -> list[JobRow]:
+        """Every job (PodGroup) the projection knows, by namespace/name, optionally filtered."""
+        ...
+
+    def job(self, namespace: str, name: str) -> JobDetail | None:
+        """One job with its explanation, None when unknown."""
+        ...
+
+    def queues(self) -> list[QueueRow]:
+        """Every queue, by name."""
+        ...
+
+    def nodes(self) -> list[NodeRow]:
+        """Every node, in the projection's order."""
+        ...
+
+    def metrics_text(self) -> tuple[bytes, str]:
+        """The Prometheus exposition (body, content type)."""
         ...

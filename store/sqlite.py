@@ -15,7 +15,7 @@ import anyio
 
 from store.codec import CodecError, decode, event_row
 from store.events import Event
-from store.index import INSERT_INDEX, IndexFields, index_fields
+from store.index import INSERT_INDEX, IndexFields, decision_query, index_fields
 from store.log import (
     CorruptEventError,
     LogClosedError,
@@ -486,6 +486,21 @@ class SqliteEventLog:
                 else:
                     await changed.wait()
         return []
+
+    async def read_decisions(
+        self, *, since: int = 1, limit: int = 100, types: tuple[str, ...] = (), **filters: str | int | None
+    ) -> list[StoredEvent]:
+        """Decision events matching every filter (job, namespace, pod, queue, node, cycle) through the
+        decision index (store/index.py), seq >= since, ascending, at most `limit` (keyset paging)."""
+        check_read_args(since, limit)
+        sql, params = decision_query(since=since, limit=limit, types=types, **filters)
+        try:
+            rows = await self._reader().execute_fetchall(sql, params)
+        except sqlite3.Error as e:
+            raise LogError(f"{self.path}: read failed: {e}") from e
+        except ValueError as e:  # aiosqlite: the connection was closed under us
+            raise LogClosedError("the event log is closed") from e
+        return [_stored(r) for r in rows]
 
     async def last_seq(self) -> int:
         if not self.readonly:

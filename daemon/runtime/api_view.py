@@ -1,35 +1,224 @@
-"""LiveView: the running daemon seen through api.view.DaemonView (log, projection, writer)."""
+"""The daemon seen through api.view.DaemonView: StateReader (projection -> API types), LiveView, ReadOnlyView.
+
+`StateReader` answers the API's questions about cluster state from a projection: it freezes the
+projection into a ClusterSnapshot once per folded sequence (the same snapshot a cycle would
+see) and builds jobs, queues and nodes from it, plus the explanations and queue figures the
+projection folded.  `LiveView` is the running daemon (writes go through its single writer;
+metrics are fed by the writer's event listeners).  `ReadOnlyView` is `fumarole serve`: a
+read-only log and a projection that follows the log's tail as another process appends.
+"""
 
 from __future__ import annotations
 
+import logging
+from collections import Counter
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from store.events import Event
-from store.log import EventLog
+import anyio
+
+from api.metrics import SchedulerMetrics
+from api.types import Explanation, JobDetail, JobRow, NodeRow, QueueRow, TaskRow
+from daemon.cache import Projection, load_projection
+from daemon.offline import quantities
+from daemon.scheduler.model.job import JobInfo
+from daemon.scheduler.model.snapshot import ClusterSnapshot
+from daemon.scheduler.model.task import TaskStatus
+from store.events import Event, QueueFigures
+from store.log import LogError
+from store.sqlite import SqliteEventLog
 
 if TYPE_CHECKING:
     from daemon.runtime.service import Service
     from daemon.runtime.writer import Writer
 
+__all__ = ["LiveView", "ReadOnlyView", "StateReader", "job_detail"]
 
-class LiveView:
-    def __init__(self, service: Service, event_log: EventLog, projection: Any, writer: Writer) -> None:
-        self._service = service
+log = logging.getLogger("fumarole.api")
+
+_EMPTY_FIGURES = QueueFigures()
+
+
+def _status_counts(job: JobInfo) -> dict[str, int]:
+    c: Counter[str] = Counter(t.status.label for t in job.tasks.values())
+    return dict(sorted(c.items()))
+
+
+class StateReader:
+    """Jobs, queues and nodes of a projection as API types (snapshot cached per folded sequence)."""
+
+    def __init__(self, projection: Projection) -> None:
+        self.projection = projection
+        self._seq = -1
+        self._snap: ClusterSnapshot | None = None
+        self._jobs: dict[str, JobInfo] = {}
+        self._nodes: list[NodeRow] | None = None
+        self._queues: list[QueueRow] | None = None
+
+    def snapshot(self) -> ClusterSnapshot:
+        p = self.projection
+        if self._snap is None or self._seq != p.seq:
+            self._snap = p.freeze()
+            self._seq = p.seq
+            self._jobs = {uid: self._snap.jobs[uid] for uid in sorted(self._snap.jobs)}
+            self._nodes = None
+            self._queues = None
+        return self._snap
+
+    def jobs(self, *, queue: str | None = None, phase: str | None = None) -> list[JobRow]:
+        self.snapshot()
+        out: list[JobRow] = []
+        explained = self.projection.explained
+        for uid, j in self._jobs.items():
+            if queue is not None and j.queue != queue:
+                continue
+            if phase is not None and j.status.phase != phase:
+                continue
+            by_status = _status_counts(j)
+            out.append(
+                JobRow(
+                    namespace=j.namespace,
+                    name=j.name,
+                    queue=j.queue,
+                    phase=j.status.phase,
+                    min_member=j.min_available,
+                    tasks=len(j.tasks),
+                    tasks_by_status=by_status,
+                    pending=uid in explained or "Pending" in by_status,
+                )
+            )
+        return out
+
+    def job(self, namespace: str, name: str) -> JobDetail | None:
+        self.snapshot()
+        uid = f"{namespace}/{name}"
+        j = self._jobs.get(uid)
+        if j is None:
+            return None
+        return job_detail(j, self.projection, self.projection.seq)
+
+    def queues(self) -> list[QueueRow]:
+        snap = self.snapshot()
+        if self._queues is None:
+            figures = self.projection.queue_figures
+            rows: list[QueueRow] = []
+            for name in sorted(snap.queues):
+                q = snap.queues[name]
+                f = figures.get(name, _EMPTY_FIGURES)
+                rows.append(
+                    QueueRow(
+                        name=name,
+                        weight=q.weight,
+                        state=q.state,
+                        parent=q.parent or f.parent,
+                        reclaimable=q.is_reclaimable(),
+                        capability=quantities(q.capability),
+                        guarantee=quantities(q.guarantee) or dict(f.guarantee),
+                        deserved=dict(f.deserved) or quantities(q.deserved),
+                        allocated=dict(f.allocated),
+                        inqueue=dict(f.inqueue),
+                        request=dict(f.request),
+                        real_capability=dict(f.capability),
+                        share=f.share,
+                    )
+                )
+            self._queues = rows
+        return self._queues
+
+    def nodes(self) -> list[NodeRow]:
+        snap = self.snapshot()
+        if self._nodes is None:
+            self._nodes = [
+                NodeRow(
+                    name=n.name,
+                    allocatable=quantities(n.allocatable),
+                    idle=quantities(n.idle),
+                    used=quantities(n.used),
+                    releasing=quantities(n.releasing),
+                    pods=sorted(f"{t.namespace}/{t.name}" for t in n.tasks.values()),
+                )
+                for n in snap.nodes
+            ]
+        return self._nodes
+
+
+def job_detail(j: JobInfo, projection: Projection, folded_seq: int) -> JobDetail:
+    """One job as the API shows it: tasks by status and, when it waits, its explanation."""
+    uid = f"{j.namespace}/{j.name}"
+    ev = projection.explained.get(uid)
+    explanation = None
+    if ev is not None and (ev.message or ev.reasons):
+        explanation = Explanation(
+            cycle=ev.cycle,
+            message=ev.message,
+            reasons=list(ev.reasons),
+            queue_position=ev.queue_position,
+            pods=dict(ev.pods),
+        )
+    by_status = _status_counts(j)
+    tasks = [
+        TaskRow(name=t.name, status=t.status.label, node=t.node_name or "")
+        for t in sorted(j.tasks.values(), key=lambda t: t.name)
+    ]
+    return JobDetail(
+        namespace=j.namespace,
+        name=j.name,
+        queue=j.queue,
+        phase=j.status.phase,
+        min_member=j.min_available,
+        priority=j.priority,
+        tasks_by_status=by_status,
+        tasks=tasks,
+        conditions=[c.as_dict() for c in j.status.conditions],
+        pending=explanation is not None or TaskStatus.PENDING.label in by_status,
+        explanation=explanation,
+        folded_seq=folded_seq,
+    )
+
+
+class _ViewBase:
+    def __init__(self, event_log: SqliteEventLog, projection: Projection) -> None:
         self._log = event_log
         self._projection = projection
-        self._writer = writer
+        self.state = StateReader(projection)
+        self.metrics = SchedulerMetrics()
+        self.metrics.seed(projection.explanations(), projection.queue_figures)
 
     @property
-    def event_log(self) -> EventLog:
+    def event_log(self) -> SqliteEventLog:
         return self._log
 
     @property
-    def projection(self) -> Any:
+    def projection(self) -> Projection:
         return self._projection
 
+    def jobs(self, *, queue: str | None = None, phase: str | None = None) -> list[JobRow]:
+        return self.state.jobs(queue=queue, phase=phase)
+
+    def job(self, namespace: str, name: str) -> JobDetail | None:
+        return self.state.job(namespace, name)
+
+    def queues(self) -> list[QueueRow]:
+        return self.state.queues()
+
+    def nodes(self) -> list[NodeRow]:
+        return self.state.nodes()
+
+    def metrics_text(self) -> tuple[bytes, str]:
+        return self.metrics.render()
+
+
+class LiveView(_ViewBase):
+    """The running daemon: reads of its log and projection, writes through its writer."""
+
+    def __init__(self, service: Service, event_log: SqliteEventLog, projection: Any, writer: Writer) -> None:
+        super().__init__(event_log, projection)
+        self._service = service
+        self._writer = writer
+        writer.event_listeners.append(self.metrics.observe)
+
     def is_ready(self) -> bool:
-        return self._service.ready
+        return bool(self._service.ready)
 
     def folded_seq(self) -> int:
         return self._writer.folded_seq
@@ -40,3 +229,63 @@ class LiveView:
 
     async def ingest(self, events: Sequence[Event], idem_keys: Sequence[str | None]) -> list[int]:
         return await self._writer.submit(events, idem_keys=idem_keys)
+
+
+class ReadOnlyView(_ViewBase):
+    """`fumarole serve`: a read-only log; `follow()` folds what another process appends."""
+
+    def __init__(self, event_log: SqliteEventLog, projection: Projection) -> None:
+        super().__init__(event_log, projection)
+        self._caught_up = False
+
+    @classmethod
+    async def open(cls, path: str) -> ReadOnlyView:
+        event_log = await SqliteEventLog.open(path, readonly=True)
+        try:
+            projection = await load_projection(event_log)
+        except BaseException:
+            await event_log.close()
+            raise
+        view = cls(event_log, projection)
+        view._caught_up = projection.seq >= await event_log.last_seq()
+        return view
+
+    def is_ready(self) -> bool:
+        return self._caught_up
+
+    def folded_seq(self) -> int:
+        return self._projection.seq
+
+    @property
+    def writable(self) -> bool:
+        return False
+
+    async def ingest(self, events: Sequence[Event], idem_keys: Sequence[str | None]) -> list[int]:
+        raise LogError("this server is read-only")
+
+    async def catch_up(self, *, wait: float = 0.0, batch: int = 10000) -> int:
+        """Fold what the log holds beyond the projection (waiting up to `wait` seconds for news when
+        there is none); returns the number of events folded."""
+        p = self._projection
+        if wait > 0:
+            rows = await self._log.tail(p.seq + 1, limit=batch, timeout=wait)
+        else:
+            rows = await self._log.read(p.seq + 1, batch)
+        for row in rows:
+            p.fold(row.seq, row.event)
+            self.metrics.observe(row.seq, row.event)
+        if len(rows) < batch:
+            self._caught_up = p.seq >= await self._log.last_seq()
+        return len(rows)
+
+    async def follow(self, *, poll: float = 0.5) -> None:
+        """Follow the log's tail forever (cancel to stop)."""
+        while True:
+            try:
+                await self.catch_up(wait=poll)
+            except LogError as e:
+                log.error("following the log: %s", e)
+                await anyio.sleep(poll)
+
+    async def close(self) -> None:
+        await self._log.close()

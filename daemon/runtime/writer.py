@@ -60,6 +60,8 @@ class Writer:
         self._progress = anyio.Event()
         self._closed = False
         self.listeners: list[Callable[[int], None]] = []
+        # Called with (seq, event) for each newly folded event, right after the projection folded it.
+        self.event_listeners: list[Callable[[int, Event], None]] = []
 
     async def submit(
         self,
@@ -135,6 +137,8 @@ class Writer:
             if seq > self.folded_seq:
                 self._fold(seq, ev)
                 self.folded_seq = seq
+                for listener in self.event_listeners:
+                    listener(seq, ev)
         i = 0
         for r in reqs:
             r.seqs = seqs[i : i + len(r.events)]

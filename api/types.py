@@ -1,0 +1,224 @@
+"""The API's request and response types (msgspec Structs); /openapi.json is generated from them."""
+
+from __future__ import annotations
+
+import msgspec
+
+from store.events import CycleClosed, DecisionEvent, Event, ObservedEvent, PendingReason
+
+__all__ = [
+    "CycleDetail",
+    "CyclePage",
+    "CycleRow",
+    "DecisionPage",
+    "DecisionRow",
+    "EventPage",
+    "EventRow",
+    "Explanation",
+    "Health",
+    "IngestItem",
+    "IngestRequest",
+    "IngestResponse",
+    "JobDetail",
+    "JobList",
+    "JobRow",
+    "NodeList",
+    "NodeRow",
+    "Problem",
+    "QueueList",
+    "QueueRow",
+    "Ready",
+    "TaskRow",
+]
+
+Quantities = dict[str, str]  # Kubernetes quantity strings by resource name ({"cpu": "500m"})
+
+
+class Problem(msgspec.Struct, kw_only=True):
+    """An error: `error` is a short code, `detail` the human message, `path` the JSON path at fault."""
+
+    error: str
+    detail: str
+    path: str = ""
+
+
+class Health(msgspec.Struct, kw_only=True):
+    status: str
+
+
+class Ready(msgspec.Struct, kw_only=True):
+    ready: bool
+    folded_seq: int
+    last_seq: int
+
+
+# ----------------------------------------------------------------------------- cycles, decisions
+
+
+class DecisionRow(msgspec.Struct, kw_only=True):
+    """One decision event of the log with its sequence number."""
+
+    seq: int
+    type: str
+    event: DecisionEvent
+
+
+class CycleRow(msgspec.Struct, kw_only=True):
+    """A cycle: its CycleOpened (watermark, configuration hash, virtual now, trace id) and, once
+    written, its CycleClosed (counts, timings)."""
+
+    cycle: int
+    seq: int
+    watermark: int
+    conf_hash: str
+    now_ms: int
+    trace_id: str
+    closed: CycleClosed | None = None
+
+
+class CyclePage(msgspec.Struct, kw_only=True):
+    """A keyset page of cycles; pass `next_since` as `since` for the next page (null at the end)."""
+
+    items: list[CycleRow]
+    next_since: int | None = None
+
+
+class CycleDetail(msgspec.Struct, kw_only=True):
+    """A cycle and its decision events (at most `limit`; `next_since` pages through the rest)."""
+
+    cycle: CycleRow
+    decisions: list[DecisionRow]
+    next_since: int | None = None
+
+
+class DecisionPage(msgspec.Struct, kw_only=True):
+    items: list[DecisionRow]
+    next_since: int | None = None
+
+
+# ----------------------------------------------------------------------------- events
+
+
+class EventRow(msgspec.Struct, kw_only=True):
+    seq: int
+    type: str
+    idem_key: str | None = None
+    event: Event
+
+
+class EventPage(msgspec.Struct, kw_only=True):
+    items: list[EventRow]
+    next_since: int | None = None
+
+
+class IngestItem(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+    """One observed event to append; a key already in the log is accepted once (same seq back)."""
+
+    idem_key: str = msgspec.field(name="idem_key")
+    event: ObservedEvent
+
+
+class IngestRequest(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+    events: list[IngestItem]
+
+
+class IngestResponse(msgspec.Struct, kw_only=True):
+    """`seqs[i]` is the log position of `events[i]` (the original one for a repeated key)."""
+
+    seqs: list[int]
+    written: int
+    duplicates: int
+
+
+# ----------------------------------------------------------------------------- jobs
+
+
+class Explanation(msgspec.Struct, kw_only=True):
+    """Why a job waits, as of `cycle`: `message` for humans, `reasons` ranked (0 first), the job's
+    position in its queue (1 = next), and each waiting pod's own reason."""
+
+    cycle: int
+    message: str
+    reasons: list[PendingReason]
+    queue_position: int
+    pods: dict[str, str]
+
+
+class TaskRow(msgspec.Struct, kw_only=True):
+    name: str
+    status: str
+    node: str = ""
+
+
+class JobRow(msgspec.Struct, kw_only=True):
+    namespace: str
+    name: str
+    queue: str
+    phase: str
+    min_member: int
+    tasks: int
+    tasks_by_status: dict[str, int]
+    pending: bool
+
+
+class JobList(msgspec.Struct, kw_only=True):
+    items: list[JobRow]
+    folded_seq: int
+
+
+class JobDetail(msgspec.Struct, kw_only=True):
+    """A job (PodGroup) now: phase, conditions, tasks by status, and why it waits (null when it does not)."""
+
+    namespace: str
+    name: str
+    queue: str
+    phase: str
+    min_member: int
+    priority: int
+    tasks_by_status: dict[str, int]
+    tasks: list[TaskRow]
+    conditions: list[dict[str, str]]
+    pending: bool
+    explanation: Explanation | None
+    folded_seq: int
+
+
+# ----------------------------------------------------------------------------- queues, nodes
+
+
+class QueueRow(msgspec.Struct, kw_only=True):
+    """A queue's spec (weight, capability, guarantee, state, parent) and the queue-share plugin's
+    figures (deserved, allocated, inqueue, request, real capability, share) as last recorded."""
+
+    name: str
+    weight: int
+    state: str
+    parent: str
+    reclaimable: bool
+    capability: Quantities
+    guarantee: Quantities
+    deserved: Quantities
+    allocated: Quantities
+    inqueue: Quantities
+    request: Quantities
+    real_capability: Quantities
+    share: float
+
+
+class QueueList(msgspec.Struct, kw_only=True):
+    items: list[QueueRow]
+    folded_seq: int
+
+
+class NodeRow(msgspec.Struct, kw_only=True):
+    name: str
+    allocatable: Quantities
+    idle: Quantities
+    used: Quantities
+    releasing: Quantities
+    pods: list[str]
+
+
+class NodeList(msgspec.Struct, kw_only=True):
+    items: list[NodeRow]
+    folded_seq: int
