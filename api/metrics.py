@@ -46,7 +46,7 @@ __all__ = ["SchedulerMetrics", "exponential_buckets_range"]
 
 log = logging.getLogger("fumarole.api.metrics")
 
-disable_created_metrics()  # Volcano (client_golang) exposes no *_created series
+disable_created_metrics()  # type: ignore[no-untyped-call]  # Volcano (client_golang) exposes no *_created series
 
 _NS = "volcano"
 _PREEMPT_ACTIONS = ("preempt", "gangpreempt")
@@ -260,11 +260,7 @@ class SchedulerMetrics:
 
     def _drop_queue(self, name: str) -> None:
         for g in (*self.queue.values(), self.queue_share, self.queue_weight, self.queue_overused):
-            for sample_labels in [
-                labels
-                for labels in list(g._metrics)
-                if labels and labels[0] == name
-            ]:
+            for sample_labels in [labels for labels in list(g._metrics) if labels and labels[0] == name]:
                 g.remove(*sample_labels)
 
     # ------------------------------------------------------------------------- output

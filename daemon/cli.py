@@ -88,6 +88,9 @@ def build_parser() -> argparse.ArgumentParser:
     from daemon import cli_replay
 
     cli_replay.add_parser(sub)
+    from daemon import cli_api
+
+    cli_api.add_parsers(sub)
     return p
 
 
