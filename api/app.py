@@ -92,7 +92,9 @@ async def _errors(request: web.Request, handler: Handler) -> web.StreamResponse:
     except web.HTTPException as e:
         if e.status < 400:
             raise
-        return _problem(e.status, e.reason.lower().replace(" ", "-"), e.text or e.reason, headers=None)
+        keep = {k: v for k, v in e.headers.items() if k.lower() in ("www-authenticate", "allow")}
+        code = e.reason.lower().replace(" ", "-")
+        return _problem(e.status, code, e.text or e.reason, headers=keep or None)
     except LogError as e:
         log.error("log error serving %s: %s", request.path, e)
         return _problem(503, "log-unavailable", str(e))
