@@ -7,7 +7,9 @@ measures in one run, on the same kind of file (WAL, synchronous=FULL, the shippe
 - `append_eventlog`: `await log.append(batch, idem_keys=…)` one batch after another (the writer's
   pattern), encoding included;
 - `append_raw`: the same already-encoded rows written with plain sqlite3 (BEGIN IMMEDIATE,
-  executemany of the same INSERT, COMMIT) per batch — the ceiling;
+  executemany of the same INSERT, COMMIT) per batch — the ceiling; `append_raw_indexed` also
+  writes the decision-index rows (store/index.py) the EventLog writes with each decision, and
+  `append_ratio_indexed` compares against it (the cost of the abstraction alone);
 - `append_concurrent`: several producers appending small batches at once (group commit);
 - `read_decode`: `read_range` over the whole log, every row decoded into its event.
 
@@ -41,6 +43,7 @@ from store.events import (
     PodGroupStatusChanged,
     PodUpserted,
 )
+from store.index import INSERT_INDEX, index_fields
 from store.migrate import migrate
 from store.sqlite import _INSERT, SqliteEventLog
 
@@ -119,25 +122,35 @@ async def bench_eventlog(path: Path, batches: list[Batch]) -> float:
         await log.close()
 
 
-def bench_raw(path: Path, batches: list[Batch]) -> float:
+def bench_raw(path: Path, batches: list[Batch], *, indexed: bool = False) -> float:
+    """The raw loop; with `indexed`, it also writes the decision-index rows (store/index.py) that
+    the EventLog writes in the same transaction, so the difference is the abstraction alone."""
     migrate(str(path))
     rows: list[list[tuple[Any, ...]]] = []
+    index_rows: list[list[tuple[Any, ...]]] = []
     seq = 1
     for evs, keys in batches:  # encode outside the timed part: raw writes already-encoded rows
         chunk = []
+        ichunk = []
         for ev, key in zip(evs, keys, strict=True):
             tag, v, data = event_row(ev)
             chunk.append((seq, tag, v, getattr(ev, "at_ms", None), key, data))
+            fields = index_fields(ev) if indexed else None
+            if fields is not None:
+                ichunk.append((seq, *fields))
             seq += 1
         rows.append(chunk)
+        index_rows.append(ichunk)
     conn = sqlite3.connect(path, isolation_level=None)
     conn.execute("PRAGMA journal_mode = WAL")
     conn.execute("PRAGMA synchronous = FULL")
     try:
         t0 = time.perf_counter()
-        for chunk in rows:
+        for chunk, ichunk in zip(rows, index_rows, strict=True):
             conn.execute("BEGIN IMMEDIATE")
             conn.executemany(_INSERT, chunk)
+            if ichunk:
+                conn.executemany(INSERT_INDEX, ichunk)
             conn.execute("COMMIT")
         return time.perf_counter() - t0
     finally:
@@ -208,11 +221,13 @@ def main() -> None:
     with tempfile.TemporaryDirectory(dir=a.dir, prefix="fumarole-bench-store-") as d:
         tmp = Path(d)
         raw_runs: list[float] = []
+        rawi_runs: list[float] = []
         log_runs: list[float] = []
         for r in range(a.repeat):  # interleaved, best of each: the machine may be shared
             raw_runs.append(bench_raw(tmp / f"raw{r}.db", batches))
+            rawi_runs.append(bench_raw(tmp / f"rawi{r}.db", batches, indexed=True))
             log_runs.append(anyio.run(bench_eventlog, tmp / f"log{r}.db", batches))
-        raw_s, log_s = min(raw_runs), min(log_runs)
+        raw_s, rawi_s, log_s = min(raw_runs), min(rawi_runs), min(log_runs)
         for r in range(1, a.repeat):
             for p in tmp.glob(f"log{r}.db*"):
                 p.unlink()
@@ -234,6 +249,8 @@ def main() -> None:
         "append_eventlog_per_s": round(n / log_s),
         "append_raw_per_s": round(n / raw_s),
         "append_ratio": round(raw_s / log_s, 3),
+        "append_raw_indexed_per_s": round(n / rawi_s),
+        "append_ratio_indexed": round(rawi_s / log_s, 3),
         "append_concurrent_per_s": round(n / conc_s),
         "append_concurrent": {
             "producers": a.producers,
