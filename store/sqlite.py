@@ -69,6 +69,113 @@ class _Request:
         self.future = future
 
 
+class _Writer:
+    """The only read-write connection.  Its methods run in a worker thread, one call per
+    transaction (a thread hop costs far more than the SQL of a batch on a busy machine)."""
+
+    def __init__(self, path: str, busy_timeout_ms: int) -> None:
+        # Used from one worker thread at a time (the writer's CapacityLimiter(1)), never concurrently.
+        self.conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+        try:
+            for pragma in (
+                "journal_mode = WAL",
+                "synchronous = FULL",
+                f"busy_timeout = {int(busy_timeout_ms)}",
+            ):
+                self.conn.execute(f"PRAGMA {pragma}")
+        except BaseException:
+            self.conn.close()
+            raise
+
+    def max_seq(self) -> int:
+        return int(self.conn.execute("SELECT max(seq) FROM events").fetchone()[0] or 0)
+
+    def transaction(self, group: list[_Request], last_seq: int) -> tuple[list[list[int]], int]:
+        """Commit the group; returns each request's seqs and the new last seq.
+
+        Optimistic first: insert without looking keys up (ON CONFLICT DO NOTHING skips a key that
+        exists, which the row count reveals); on a skip, roll back and redo with the keys looked up.
+        A primary-key conflict means another process appended since `last_seq`: reload, redo once.
+        """
+        try:
+            return self._once(group, last_seq, lookup=False)
+        except _KeysExist:
+            return self._once(group, last_seq, lookup=True)
+        except sqlite3.IntegrityError:
+            return self._once(group, self.max_seq(), lookup=True)
+
+    def _once(self, group: list[_Request], last_seq: int, *, lookup: bool) -> tuple[list[list[int]], int]:
+        conn = self.conn
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            known = self._known_keys(group) if lookup else {}
+            next_seq = last_seq + 1
+            params: list[tuple[Any, ...]] = []
+            indexed: list[tuple[Any, ...]] = []  # decision-index rows, same transaction
+            results: list[list[int]] = []
+            checkpoints: dict[str, int] = {}
+            snapshots: list[tuple[str, int, bytes]] = []
+            for req in group:
+                seqs: list[int] = []
+                for row in req.rows:
+                    tag, v, at_ms, key, data = row[:5]
+                    fields = row[5] if len(row) > 5 else None
+                    if key is not None:
+                        old = known.get(key)
+                        if old is not None:
+                            seqs.append(old)
+                            continue
+                        known[key] = next_seq
+                    params.append((next_seq, tag, v, at_ms, key, data))
+                    if fields is not None:
+                        indexed.append((next_seq, *fields))
+                    seqs.append(next_seq)
+                    next_seq += 1
+                results.append(seqs)
+                if req.checkpoint is not None:
+                    checkpoints[req.checkpoint[0]] = req.checkpoint[1]
+                if req.snapshot is not None:
+                    snapshots.append(req.snapshot)
+            if params:
+                cur = conn.executemany(_INSERT, params)
+                if cur.rowcount != len(params):
+                    if not lookup:
+                        raise _KeysExist
+                    raise LogError(
+                        f"append: {len(params) - cur.rowcount} row(s) hit an idempotency conflict the writer "
+                        "did not expect (another writer?); nothing was written"
+                    )
+                if indexed:
+                    conn.executemany(INSERT_INDEX, indexed)
+            if checkpoints:
+                conn.executemany(_UPSERT_CHECKPOINT, list(checkpoints.items()))
+            if snapshots:
+                conn.executemany(_UPSERT_SNAPSHOT, snapshots)
+            conn.execute("COMMIT")
+        except BaseException:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            raise
+        return results, next_seq - 1
+
+    def _known_keys(self, group: list[_Request]) -> dict[str, int]:
+        keys = sorted({r[3] for req in group for r in req.rows if r[3] is not None})
+        known: dict[str, int] = {}
+        for i in range(0, len(keys), _KEY_CHUNK):
+            chunk = keys[i : i + _KEY_CHUNK]
+            marks = ",".join("?" * len(chunk))
+            rows = self.conn.execute(f"SELECT idem_key, seq FROM events WHERE idem_key IN ({marks})", chunk)
+            known.update((str(k), int(s)) for k, s in rows)
+        return known
+
+    def close(self) -> None:
+        # The last connection: fold the WAL into the database file and truncate it (best effort;
+        # a WAL left behind is valid and replayed on open).
+        with contextlib.suppress(sqlite3.Error):
+            self.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        self.conn.close()
+
+
 class SqliteEventLog:
     """The EventLog on an SQLite file.
 
@@ -90,7 +197,7 @@ class SqliteEventLog:
         path: str,
         *,
         readonly: bool,
-        writer: aiosqlite.Connection | None,
+        writer: _Writer | None,
         readers: list[aiosqlite.Connection],
         last_seq: int,
         max_group_events: int,
@@ -100,6 +207,7 @@ class SqliteEventLog:
         self.path = path
         self.readonly = readonly
         self._writer = writer
+        self._writer_limiter = anyio.CapacityLimiter(1)
         self._readers = readers
         self._reader_turn = itertools.cycle(range(len(readers)))
         self._last_seq = last_seq
@@ -134,19 +242,11 @@ class SqliteEventLog:
             await anyio.to_thread.run_sync(check_schema, p)
         else:
             await anyio.to_thread.run_sync(lambda: migrate(p, busy_timeout_ms=busy_timeout_ms))
-        writer: aiosqlite.Connection | None = None
+        writer: _Writer | None = None
         conns: list[aiosqlite.Connection] = []
         try:
             if not readonly:
-                # isolation_level IMMEDIATE: the first INSERT of a transaction opens it with BEGIN
-                # IMMEDIATE itself, which saves a thread round trip per commit.
-                writer = await aiosqlite.connect(p, isolation_level="IMMEDIATE")
-                for pragma in (
-                    "journal_mode = WAL",
-                    "synchronous = FULL",
-                    f"busy_timeout = {int(busy_timeout_ms)}",
-                ):
-                    await writer.execute(f"PRAGMA {pragma}")
+                writer = await anyio.to_thread.run_sync(_Writer, p, busy_timeout_ms)
             uri = f"{Path(p).resolve().as_uri()}?mode=ro"
             for _ in range(readers):
                 c = await aiosqlite.connect(uri, uri=True, isolation_level=None)
@@ -156,8 +256,10 @@ class SqliteEventLog:
             rows = list(await conns[0].execute_fetchall("SELECT max(seq) FROM events"))
             last = int(rows[0][0] or 0)
         except BaseException as e:
-            for c in [*conns, *([writer] if writer is not None else [])]:
+            for c in conns:
                 await c.close()
+            if writer is not None:
+                writer.conn.close()
             if isinstance(e, sqlite3.Error):
                 raise LogError(f"{p}: cannot open the event log: {e}") from e
             raise
@@ -192,9 +294,7 @@ class SqliteEventLog:
             for c in self._readers:
                 await c.close()
             if self._writer is not None:
-                with contextlib.suppress(Exception):  # best effort: a WAL left behind is replayed on open
-                    await self._writer.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-                await self._writer.close()
+                await anyio.to_thread.run_sync(self._writer.close, limiter=self._writer_limiter)
         self._notify()
 
     async def __aenter__(self) -> SqliteEventLog:
@@ -321,91 +421,15 @@ class SqliteEventLog:
             _set_result(req.future, res)
 
     async def _transaction(self, group: list[_Request]) -> list[list[int]]:
-        """Optimistic first: insert without looking keys up (ON CONFLICT DO NOTHING skips an existing
-        key, which the row count reveals); on a skip, roll back and redo with the keys looked up."""
-        try:
-            return await self._transaction_once(group, lookup=False)
-        except _KeysExist:
-            return await self._transaction_once(group, lookup=True)
-        except sqlite3.IntegrityError:
-            # Another process appended since we last looked (stale cached last seq): reload, retry once.
-            assert self._writer is not None
-            rows = list(await self._writer.execute_fetchall("SELECT max(seq) FROM events"))
-            self._last_seq = int(rows[0][0] or 0)
-            return await self._transaction_once(group, lookup=True)
-
-    async def _transaction_once(self, group: list[_Request], *, lookup: bool) -> list[list[int]]:
-        conn = self._writer
-        assert conn is not None
-        if lookup:  # the key lookup must see the log under the write lock
-            await conn.execute("BEGIN IMMEDIATE")
-        try:
-            known = await self._known_keys(conn, group) if lookup else {}
-            next_seq = self._last_seq + 1
-            params: list[tuple[Any, ...]] = []
-            indexed: list[tuple[Any, ...]] = []  # decision-index rows, same transaction
-            results: list[list[int]] = []
-            checkpoints: dict[str, int] = {}
-            snapshots: list[tuple[str, int, bytes]] = []
-            for req in group:
-                seqs: list[int] = []
-                for row in req.rows:
-                    tag, v, at_ms, key, data = row[:5]
-                    fields = row[5] if len(row) > 5 else None
-                    if key is not None:
-                        old = known.get(key)
-                        if old is not None:
-                            seqs.append(old)
-                            continue
-                        known[key] = next_seq
-                    params.append((next_seq, tag, v, at_ms, key, data))
-                    if fields is not None:
-                        indexed.append((next_seq, *fields))
-                    seqs.append(next_seq)
-                    next_seq += 1
-                results.append(seqs)
-                if req.checkpoint is not None:
-                    checkpoints[req.checkpoint[0]] = req.checkpoint[1]
-                if req.snapshot is not None:
-                    snapshots.append(req.snapshot)
-            if params:
-                cur = await conn.executemany(_INSERT, params)
-                if cur.rowcount != len(params):
-                    if not lookup:
-                        raise _KeysExist
-                    raise LogError(
-                        f"append: {len(params) - cur.rowcount} row(s) hit an idempotency conflict the writer "
-                        "did not expect (another writer?); nothing was written"
-                    )
-                if indexed:
-                    await conn.executemany(INSERT_INDEX, indexed)
-            if checkpoints:
-                await conn.executemany(_UPSERT_CHECKPOINT, list(checkpoints.items()))
-            if snapshots:
-                await conn.executemany(_UPSERT_SNAPSHOT, snapshots)
-            await conn.commit()
-        except BaseException:
-            if conn.in_transaction:
-                await conn.rollback()
-            raise
+        assert self._writer is not None
+        results, last = await anyio.to_thread.run_sync(
+            self._writer.transaction, group, self._last_seq, limiter=self._writer_limiter
+        )
         self.commits += 1
-        if params:
-            self._last_seq = next_seq - 1
+        if last != self._last_seq:
+            self._last_seq = last
             self._notify()
         return results
-
-    @staticmethod
-    async def _known_keys(conn: aiosqlite.Connection, group: list[_Request]) -> dict[str, int]:
-        keys = sorted({r[3] for req in group for r in req.rows if r[3] is not None})
-        known: dict[str, int] = {}
-        for i in range(0, len(keys), _KEY_CHUNK):
-            chunk = keys[i : i + _KEY_CHUNK]
-            marks = ",".join("?" * len(chunk))
-            rows = await conn.execute_fetchall(
-                f"SELECT idem_key, seq FROM events WHERE idem_key IN ({marks})", chunk
-            )
-            known.update((str(k), int(s)) for k, s in rows)
-        return known
 
     def _fail_queued(self, err: BaseException) -> None:
         while True:

@@ -61,8 +61,8 @@ async def test_an_acknowledged_append_is_committed(db):
 async def test_pragmas_and_strict_tables(db):
     assert _raw(db.path, "PRAGMA journal_mode") == [("wal",)]
     assert db._writer is not None
-    assert list(await db._writer.execute_fetchall("PRAGMA synchronous")) == [(2,)]  # FULL
-    assert list(await db._writer.execute_fetchall("PRAGMA busy_timeout")) == [(5000,)]
+    assert db._writer.conn.execute("PRAGMA synchronous").fetchall() == [(2,)]  # FULL
+    assert db._writer.conn.execute("PRAGMA busy_timeout").fetchall() == [(5000,)]
     for r in db._readers:
         assert list(await r.execute_fetchall("PRAGMA query_only")) == [(1,)]
     strict = {
@@ -239,13 +239,13 @@ async def test_files_that_are_not_event_logs_are_refused(tmp_path):
 async def test_each_group_is_one_begin_immediate_commit_transaction(db):
     statements: list[str] = []
     assert db._writer is not None
-    await db._writer.set_trace_callback(statements.append)
+    db._writer.conn.set_trace_callback(statements.append)
     await db.append([clock(1), clock(2)], checkpoint=("c", 2))
     await db.append([clock(3)], idem_keys=["k"])
     await db.append(
         [clock(4)], idem_keys=["k"]
     )  # duplicate: optimistic insert rolled back, redone with lookup
-    await db._writer.set_trace_callback(None)
+    db._writer.conn.set_trace_callback(None)
     kinds = [s.split()[0].upper() for s in statements]  # executemany traces one INSERT per row
     assert kinds == [
         *("BEGIN", "INSERT", "INSERT", "INSERT", "COMMIT"),  # 2 events + the checkpoint
