@@ -182,13 +182,14 @@ class SqliteEventLog:
     Writes go through one writer task that owns the only read-write connection: it takes the
     queued requests (up to `max_group_events` events, waiting at most `max_group_wait` seconds for
     more after the first; 0 takes only what queued during the previous commit) and commits them in
-    one transaction (BEGIN IMMEDIATE … COMMIT, synchronous=FULL, WAL).  Each caller's append
-    resolves after COMMIT, so an acknowledged append is durable.  A commit runs in its own task,
-    shielded from cancellation; a caller cancelled while waiting does not stop its write.  If a
-    group fails, its requests are retried one by one so one bad request fails alone.
+    one transaction (BEGIN IMMEDIATE … COMMIT, synchronous=FULL, WAL), run as a single call in a
+    worker thread.  Each caller's append resolves after COMMIT, so an acknowledged append is
+    durable.  A commit runs in its own task, shielded from cancellation; a caller cancelled while
+    waiting does not stop its write.  If a group fails, its requests are retried one by one so one
+    bad request fails alone.
 
-    Reads use separate read-only connections (`readers` of them, used in turn), keyset paging on
-    seq.  Open with `await SqliteEventLog.open(path)`; `readonly=True` opens no writer, applies no
+    Reads use separate read-only aiosqlite connections (`readers` of them, used in turn), keyset
+    paging on seq.  Open with `await SqliteEventLog.open(path)`; `readonly=True` opens no writer, applies no
     migration and requires the database to be at the code's schema version.
     """
 
