@@ -80,6 +80,13 @@ def _limit(hi: int) -> dict[str, Any]:
     return _q("limit", f"page size (1..{hi}, default 100)", {"type": "integer", "minimum": 1, "maximum": hi})
 
 
+def _bad(description: str) -> dict[str, Any]:
+    """A 400: the API's JSON Problem, or aiohttp's plain text for a request line over 8190 bytes."""
+    out = _json(Problem, description)
+    out["content"]["text/plain"] = {"schema": {"type": "string"}}
+    return out
+
+
 def _get(
     summary: str,
     ok: dict[str, Any],
@@ -89,8 +96,7 @@ def _get(
     bad: bool = True,
 ) -> dict[str, Any]:
     responses: dict[str, Any] = {"200": ok}
-    if bad:
-        responses["400"] = _json(Problem, "bad query parameter (`path` names it)")
+    responses["400"] = _bad("bad query parameter (`path` names it)" if bad else "request line too long")
     if not_found:
         responses["404"] = _json(Problem, "not found")
     responses["503"] = _json(Problem, "the event log is not available")
@@ -172,9 +178,7 @@ def openapi_document() -> dict[str, Any]:
                 },
                 "responses": {
                     "200": _json(IngestResponse, "appended (or already there)"),
-                    "400": _json(
-                        Problem, "invalid body; `path` is the JSON path of the problem; nothing written"
-                    ),
+                    "400": _bad("invalid body; `path` is the JSON path of the problem; nothing written"),
                     "401": _json(Problem, "missing or wrong bearer token"),
                     "403": _json(Problem, "writes disabled (no token configured, or a read-only server)"),
                     "413": _json(Problem, "body larger than max_body_bytes"),
