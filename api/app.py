@@ -212,12 +212,12 @@ async def cycle(request: web.Request) -> web.Response:
         raise BadRequest(f"cycle id must be a non-negative integer, got {raw!r}", "path.id")
     cid = int(raw)
     since, limit = _since(request), _limit(request)
-    head = await view.event_log.read_decisions(cycle=cid, types=("cycle.opened",), limit=1)
+    head = view.decisions(cycle=cid, types=("cycle.opened",), limit=1)
     if not head or not isinstance(head[0].event, CycleOpened):
         return _problem(404, "not-found", f"cycle {cid} is not in the log")
-    tail = await view.event_log.read_decisions(cycle=cid, types=("cycle.closed",), limit=1)
+    tail = view.decisions(cycle=cid, types=("cycle.closed",), limit=1)
     closed = tail[0].event if tail and isinstance(tail[0].event, CycleClosed) else None
-    rows = await view.event_log.read_decisions(cycle=cid, since=since, limit=limit)
+    rows = view.decisions(cycle=cid, since=since, limit=limit)
     body = CycleDetail(
         cycle=_cycle_row(head[0].seq, head[0].event, closed),
         decisions=[DecisionRow(seq=r.seq, type=r.type, event=r.event) for r in rows],  # type: ignore[arg-type]
@@ -252,7 +252,7 @@ async def decisions(request: web.Request) -> web.Response:
                 f"unknown decision type {t!r} (known: {', '.join(DECISION_TYPES)})", "query.type"
             )
     types = tuple(sorted(set(raw_types)))
-    rows = await view.event_log.read_decisions(since=since, limit=limit, types=types, **filters)
+    rows = view.decisions(since=since, limit=limit, types=types, **filters)
     items = [DecisionRow(seq=r.seq, type=r.type, event=r.event) for r in rows]  # type: ignore[arg-type]
     return _json(DecisionPage(items=items, next_since=_next(rows, limit)))
 

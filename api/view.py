@@ -63,6 +63,12 @@ class DaemonView(Protocol):
         """Every node, in the projection's order."""
         ...
 
+    def decisions(
+        self, *, since: int = 1, limit: int = 100, types: tuple[str, ...] = (), **filters: str | int | None
+    ) -> list[StoredEvent]:
+        """Decision events through the decision index (store/index.py), keyset paged by seq."""
+        ...
+
     def metrics_text(self) -> tuple[bytes, str]:
         """The Prometheus exposition (body, content type)."""
         ...

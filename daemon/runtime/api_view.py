@@ -25,7 +25,8 @@ from daemon.scheduler.model.job import JobInfo
 from daemon.scheduler.model.snapshot import ClusterSnapshot
 from daemon.scheduler.model.task import TaskStatus
 from store.events import Event, QueueFigures
-from store.log import LogError
+from store.index import IndexReader
+from store.log import LogError, StoredEvent
 from store.sqlite import SqliteEventLog
 
 if TYPE_CHECKING:
@@ -183,6 +184,7 @@ class _ViewBase:
         self.state = StateReader(projection)
         self.metrics = SchedulerMetrics()
         self.metrics.seed(projection.explanations(), projection.queue_figures)
+        self._index = IndexReader(event_log.path)
 
     @property
     def event_log(self) -> SqliteEventLog:
@@ -204,8 +206,17 @@ class _ViewBase:
     def nodes(self) -> list[NodeRow]:
         return self.state.nodes()
 
+    def decisions(
+        self, *, since: int = 1, limit: int = 100, types: tuple[str, ...] = (), **filters: str | int | None
+    ) -> list[StoredEvent]:
+        rows = self._index.decisions(since=since, limit=limit, types=types, **filters)
+        return [StoredEvent(seq=seq, type=tag, event=ev, idem_key=key) for seq, tag, ev, key in rows]
+
     def metrics_text(self) -> tuple[bytes, str]:
         return self.metrics.render()
+
+    def close_index(self) -> None:
+        self._index.close()
 
 
 class LiveView(_ViewBase):
@@ -288,4 +299,5 @@ class ReadOnlyView(_ViewBase):
                 await anyio.sleep(poll)
 
     async def close(self) -> None:
+        self.close_index()
         await self._log.close()

@@ -135,6 +135,7 @@ class LiveFixture:
         return cls(log, view, writer, task)
 
     async def close(self) -> None:
+        self.view.close_index()
         await self.writer.close()
         await self.task
         await self.log.close()
