@@ -64,6 +64,8 @@ def apply_result(snapshot: ClusterSnapshot, result: SessionResult) -> None:
         job.update_task_status(task, TaskStatus.RUNNING)
         task.node_name = node_name
         task.last_tx = None
+        # The binder writes these on the pod (deviceshare's card choice): later cycles see them.
+        task.bind_annotations = dict(result.bind_annotations.get(key, {}))
         if task.uid in node.tasks:
             node.update_task(task)
         else:

@@ -176,6 +176,7 @@ def decide(
                 job=j.uid if j else "",
                 queue=j.queue if j else "",
                 trace_id=trace_id,
+                annotations=dict(result.bind_annotations.get(key, {})),
             )
         )
     for ev in result.evictions:

@@ -41,6 +41,8 @@ class CycleOpened(EventBase, frozen=True, tag="cycle.opened"):
 
 
 class BindDecided(EventBase, frozen=True, tag="decision.bind"):
+    """A bind; `annotations` are written on the pod with it (e.g. deviceshare's GPU card index)."""
+
     cycle: int
     namespace: str
     name: str
@@ -49,6 +51,7 @@ class BindDecided(EventBase, frozen=True, tag="decision.bind"):
     job: str
     queue: str
     trace_id: str = ""
+    annotations: dict[str, str] = msgspec.field(default_factory=dict)
 
 
 class EvictDecided(EventBase, frozen=True, tag="decision.evict"):

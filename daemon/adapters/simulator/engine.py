@@ -484,6 +484,9 @@ class Simulator:
         if short:
             return failed(f"node {d.node} rejected the pod: OutOf{short}")
         new = copy.deepcopy(pod)
+        if d.annotations:  # what the binder writes on the pod with the bind (e.g. GPU card index)
+            meta = new.setdefault("metadata", {})
+            meta["annotations"] = {**(meta.get("annotations") or {}), **d.annotations}
         new.setdefault("spec", {})["nodeName"] = d.node
         new["status"] = {**(new.get("status") or {}), "phase": "Running"}
         self._emit(facts, PodUpserted(namespace=d.namespace, name=d.name, manifest=new, at_ms=self._now))

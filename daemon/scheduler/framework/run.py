@@ -53,6 +53,8 @@ class SessionResult:
     pending: dict[str, str]
     warnings: list[str]
     stats: dict[str, dict[str, float]] = field(default_factory=dict)
+    # Annotations a plugin asked the binder to write on a bound pod (deviceshare's card index).
+    bind_annotations: dict[str, dict[str, str]] = field(default_factory=dict)
 
 
 class UnknownActionError(ValueError):
@@ -170,7 +172,13 @@ def _result(ssn: Session, changed: list[str], explain: bool) -> SessionResult:
         }
         for (p, point) in sorted(ssn.stats.calls)
     }
+    bind_annotations: dict[str, dict[str, str]] = {}
+    for job in ssn.jobs.values():
+        for t in job.tasks.values():
+            if t.bind_annotations and t.key in ssn.binds:
+                bind_annotations[t.key] = dict(sorted(t.bind_annotations.items()))
     return SessionResult(
+        bind_annotations=dict(sorted(bind_annotations.items())),
         session_id=ssn.uid,
         binds=dict(ssn.binds),
         bind_order=list(ssn.bind_order),
