@@ -252,6 +252,7 @@ def decide(
             pending_tasks=len(result.pending),
             duration_s=round(duration, 6),
             plugin_seconds=_plugin_seconds(result),
+            action_seconds=dict(result.action_seconds),
             trace_id=trace_id,
         )
     )

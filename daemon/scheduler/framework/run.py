@@ -7,6 +7,7 @@ plugin open and close (`plugin.open <name>` / `plugin.close <name>`) and one per
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -55,6 +56,8 @@ class SessionResult:
     stats: dict[str, dict[str, float]] = field(default_factory=dict)
     # Annotations a plugin asked the binder to write on a bound pod (deviceshare's card index).
     bind_annotations: dict[str, dict[str, str]] = field(default_factory=dict)
+    # Measured seconds per action (observability only: never part of a decision).
+    action_seconds: dict[str, float] = field(default_factory=dict)
 
 
 class UnknownActionError(ValueError):
@@ -104,12 +107,15 @@ def run_session(
                 plugins.append(plugin)
                 ssn.plugins.setdefault(opt.name, plugin)
         ssn.compile_chains()
+        action_seconds: dict[str, float] = {}
         for name in conf.actions:
             action = registry.ACTIONS[name]()
             ssn.current_action = name
             before = _snapshot_stats(ssn)
             with tracer.start_as_current_span(f"action {name}") as span:
+                t0 = time.perf_counter()
                 action.execute(ssn)
+                action_seconds[name] = action_seconds.get(name, 0.0) + time.perf_counter() - t0
                 if measuring:
                     for key, (calls, secs) in _diff_stats(ssn, before).items():
                         span.set_attribute(f"plugin.{key}.calls", calls)
@@ -121,6 +127,7 @@ def run_session(
         changed = update_job_statuses(ssn)
         update_queue_allocated(ssn)
         result = _result(ssn, changed, explain)
+        result.action_seconds = {k: round(v, 6) for k, v in action_seconds.items()}
         root.set_attribute("session.binds", len(result.binds))
         root.set_attribute("session.evictions", len(result.evictions))
         root.set_attribute("session.pipelined", len(result.pipelined))
