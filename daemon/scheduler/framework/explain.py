@@ -23,7 +23,7 @@ def gang_summary(job: JobInfo) -> str:
     for t in job.tasks_in(TaskStatus.PENDING):
         if t.last_tx is not None and t.last_tx[0] in ALLOCATED_STATUSES:
             schedulable += 1
-    return f"gang: {schedulable}/{job.min_available} tasks schedulable (minMember {job.min_available})"
+    return f"gang: {schedulable}/{len(job.tasks)} tasks schedulable (minMember {job.min_available})"
 
 
 def task_reason(ssn: Session, job: JobInfo, task: TaskInfo) -> str:
