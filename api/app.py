@@ -11,12 +11,12 @@ from typing import Any
 import msgspec
 from aiohttp import web
 
+from api.decision_json import decision_page_json
 from api.openapi import openapi_document
 from api.types import (
     CycleDetail,
     CyclePage,
     CycleRow,
-    DecisionPage,
     DecisionRow,
     EventPage,
     EventRow,
@@ -252,9 +252,9 @@ async def decisions(request: web.Request) -> web.Response:
                 f"unknown decision type {t!r} (known: {', '.join(DECISION_TYPES)})", "query.type"
             )
     types = tuple(sorted(set(raw_types)))
-    rows = view.decisions(since=since, limit=limit, types=types, **filters)
-    items = [DecisionRow(seq=r.seq, type=r.type, event=r.event) for r in rows]  # type: ignore[arg-type]
-    return _json(DecisionPage(items=items, next_since=_next(rows, limit)))
+    rows, last = view.decisions_json(since=since, limit=limit, types=types, **filters)
+    body = decision_page_json(rows, last + 1 if len(rows) >= limit else None)
+    return web.Response(body=body, content_type="application/json")
 
 
 # ----------------------------------------------------------------------------- events

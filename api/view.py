@@ -69,6 +69,13 @@ class DaemonView(Protocol):
         """Decision events through the decision index (store/index.py), keyset paged by seq."""
         ...
 
+    def decisions_json(
+        self, *, since: int = 1, limit: int = 100, types: tuple[str, ...] = (), **filters: str | int | None
+    ) -> tuple[list[bytes], int]:
+        """The same page as `decisions`, as each row's JSON (api/decision_json.py row_json: what
+        msgspec encodes for a DecisionRow) and the last row's seq (0 for an empty page)."""
+        ...
+
     def metrics_text(self) -> tuple[bytes, str]:
         """The Prometheus exposition (body, content type)."""
         ...
