@@ -1490,6 +1490,11 @@ class ObjectDecoder:
     def resource_quota(self, namespace: str, name: str, obj: Any, *, source: str = "") -> ResourceQuotaInfo:
         return self._b._quota(self._entry("ResourceQuota", namespace, name, obj, source))
 
+    def pod_disruption_budget(
+        self, namespace: str, name: str, obj: Any, *, source: str = ""
+    ) -> PodDisruptionBudgetInfo:
+        return self._b._pdb(self._entry("PodDisruptionBudget", namespace, name, obj, source))
+
     def pod_group(self, namespace: str, name: str, obj: Any, *, source: str = "") -> Any:
         return self._b._podgroup(self._entry("PodGroup", namespace, name, obj, source))
 

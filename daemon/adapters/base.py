@@ -46,6 +46,7 @@ RESYNC_KINDS: tuple[str, ...] = (
     "Namespace",
     "Node",
     "Pod",
+    "PodDisruptionBudget",
     "PodGroup",
     "PriorityClass",
     "Queue",

@@ -106,6 +106,8 @@ class Projection(ProjectionState):
                 rec = d.priority_class(name, manifest, source=src)
             elif kind == "Namespace":
                 rec = d.namespace(name, manifest, source=src)
+            elif kind == "PodDisruptionBudget":
+                rec = d.pod_disruption_budget(ns, name, manifest, source=src)
             else:
                 rec = d.resource_quota(ns, name, manifest, source=src)
         except ManifestError as e:
@@ -149,6 +151,8 @@ class Projection(ProjectionState):
             snap.namespaces[ns.name] = NamespaceInfo(ns.name, ns.labels)
         for (ns_name, _), quota in self._records("ResourceQuota"):
             snap.namespaces.setdefault(ns_name, NamespaceInfo(ns_name)).quotas.append(quota)
+        for (ns_name, _), pdb in self._records("PodDisruptionBudget"):
+            snap.namespaces.setdefault(ns_name, NamespaceInfo(ns_name)).pdbs.append(pdb)
         for _key, q in self._records("Queue"):
             snap.queues[q.name] = replace(q)
         if ROOT_QUEUE not in snap.queues:

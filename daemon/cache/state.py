@@ -59,6 +59,8 @@ from store.events import (
     NodeDeleted,
     NodeUpserted,
     PodDeleted,
+    PodDisruptionBudgetDeleted,
+    PodDisruptionBudgetUpserted,
     PodGroupDeleted,
     PodGroupStatusChanged,
     PodGroupUpserted,
@@ -91,7 +93,16 @@ Key = tuple[str, str]  # (namespace, name); namespace "" for cluster-scoped kind
 Manifest = dict[str, Any]
 
 # Order matters only for iteration of the state image (kinds are independent).
-KINDS: tuple[str, ...] = ("PriorityClass", "Namespace", "ResourceQuota", "Queue", "Node", "PodGroup", "Pod")
+KINDS: tuple[str, ...] = (
+    "PriorityClass",
+    "Namespace",
+    "ResourceQuota",
+    "PodDisruptionBudget",
+    "Queue",
+    "Node",
+    "PodGroup",
+    "Pod",
+)
 DEFAULT_SCHEDULER_NAMES: tuple[str, ...] = ("volcano",)
 GROUP_NAME_KEY = "scheduling.k8s.io/group-name"
 DEFAULT_POD_SCHEDULER = "default-scheduler"
@@ -102,6 +113,7 @@ for _k in KINDS:
     _KIND_ALIASES[_k.lower() + "s"] = _k
 _KIND_ALIASES["priorityclasses"] = "PriorityClass"
 _KIND_ALIASES["resourcequotas"] = "ResourceQuota"
+_KIND_ALIASES["pdb"] = _KIND_ALIASES["pdbs"] = "PodDisruptionBudget"
 
 
 def kind_of(name: str) -> str | None:
@@ -223,6 +235,12 @@ class ProjectionState:
                 "ResourceQuota", (e.namespace, e.name), e.manifest
             ),
             ResourceQuotaDeleted: lambda s, e: self._delete("ResourceQuota", (e.namespace, e.name)),
+            PodDisruptionBudgetUpserted: lambda s, e: self._upsert(
+                "PodDisruptionBudget", (e.namespace, e.name), e.manifest
+            ),
+            PodDisruptionBudgetDeleted: lambda s, e: self._delete(
+                "PodDisruptionBudget", (e.namespace, e.name)
+            ),
             NamespaceUpserted: lambda s, e: self._upsert("Namespace", ("", e.name), e.manifest),
             NamespaceDeleted: lambda s, e: self._delete("Namespace", ("", e.name)),
             ResyncStarted: self._resync_started,

@@ -91,6 +91,19 @@ class ResourceQuotaDeleted(EventBase, frozen=True, tag="resourcequota.deleted"):
     at_ms: int = 0
 
 
+class PodDisruptionBudgetUpserted(EventBase, frozen=True, tag="poddisruptionbudget.upserted"):
+    namespace: str
+    name: str
+    manifest: Manifest
+    at_ms: int = 0
+
+
+class PodDisruptionBudgetDeleted(EventBase, frozen=True, tag="poddisruptionbudget.deleted"):
+    namespace: str
+    name: str
+    at_ms: int = 0
+
+
 class NamespaceUpserted(EventBase, frozen=True, tag="namespace.upserted"):
     name: str
     manifest: Manifest
@@ -133,6 +146,8 @@ ObservedEvent = (
     | PriorityClassDeleted
     | ResourceQuotaUpserted
     | ResourceQuotaDeleted
+    | PodDisruptionBudgetUpserted
+    | PodDisruptionBudgetDeleted
     | NamespaceUpserted
     | NamespaceDeleted
     | ResyncStarted

@@ -41,6 +41,7 @@ from store.events import (
     ObservedEvent,
     OutcomeEvent,
     PodDeleted,
+    PodDisruptionBudgetUpserted,
     PodGroupDeleted,
     PodGroupUpserted,
     PodUpserted,
@@ -584,4 +585,6 @@ def _upsert(o: Mapping[str, Any], at: int) -> ObservedEvent:
     if kind == "Namespace":
         return NamespaceUpserted(name=name, manifest=manifest, at_ms=at)
     ns = str(meta.get("namespace") or "default")
+    if kind == "PodDisruptionBudget":
+        return PodDisruptionBudgetUpserted(namespace=ns, name=name, manifest=manifest, at_ms=at)
     return ResourceQuotaUpserted(namespace=ns, name=name, manifest=manifest, at_ms=at)
