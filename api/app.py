@@ -11,7 +11,6 @@ from typing import Any
 import msgspec
 from aiohttp import web
 
-from api.decision_json import decision_page_json
 from api.openapi import openapi_document
 from api.types import (
     CycleDetail,
@@ -252,8 +251,7 @@ async def decisions(request: web.Request) -> web.Response:
                 f"unknown decision type {t!r} (known: {', '.join(DECISION_TYPES)})", "query.type"
             )
     types = tuple(sorted(set(raw_types)))
-    rows, last = view.decisions_json(since=since, limit=limit, types=types, **filters)
-    body = decision_page_json(rows, last + 1 if len(rows) >= limit else None)
+    body = view.decision_page(since=since, limit=limit, types=types, **filters)
     return web.Response(body=body, content_type="application/json")
 
 

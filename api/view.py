@@ -69,11 +69,11 @@ class DaemonView(Protocol):
         """Decision events through the decision index (store/index.py), keyset paged by seq."""
         ...
 
-    def decisions_json(
+    def decision_page(
         self, *, since: int = 1, limit: int = 100, types: tuple[str, ...] = (), **filters: str | int | None
-    ) -> tuple[list[bytes], int]:
-        """The same page as `decisions`, as each row's JSON (api/decision_json.py row_json: what
-        msgspec encodes for a DecisionRow) and the last row's seq (0 for an empty page)."""
+    ) -> bytes:
+        """The same page as `decisions`, as the JSON of a DecisionPage (`next_since`: the last seq + 1
+        when the page is full), byte for byte what msgspec encodes (api/decision_json.py)."""
         ...
 
     def metrics_text(self) -> tuple[bytes, str]:

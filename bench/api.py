@@ -11,7 +11,9 @@
    the whole log, first answer).
 3. For `/v1/jobs/{ns}/{name}` and `/v1/decisions?job=`, `--clients` concurrent clients (aiohttp,
    keep-alive) each send `--requests` requests for jobs picked at random (seeded) among all
-   jobs: p50 / p90 / p99 / max latency in ms and requests per second.  The first request of a
+   jobs: p50 / p90 / p99 / max latency in ms, requests per second, and the server process's CPU
+   time per request (`server_cpu_us_per_req`, from /proc: the figure least disturbed by other
+   work on the machine's cores).  The first request of a
    kind after start-up also pays the one-time freeze of the projection; a warm-up round is run
    and reported apart (`warmup_s`).
 
@@ -319,6 +321,26 @@ async def load(base: str, urls: list[str], clients: int) -> dict[str, Any]:
     }
 
 
+def _cpu_s(pid: int) -> float | None:
+    """User + system CPU seconds the process has used so far (Linux /proc; None elsewhere)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+async def load_measured(base: str, urls: list[str], clients: int, pid: int) -> dict[str, Any]:
+    """`load`, plus the server process's CPU time per request (`server_cpu_us_per_req`): unlike the
+    latencies, it hardly depends on what else the machine's cores are doing."""
+    before = _cpu_s(pid)
+    out = await load(base, urls, clients)
+    after = _cpu_s(pid)
+    if before is not None and after is not None:
+        out["server_cpu_us_per_req"] = round((after - before) / len(urls) * 1e6)
+    return out
+
+
 def _start_serve(db: str) -> tuple[subprocess.Popen[str], str, float]:
     t0 = time.perf_counter()
     env = {k: v for k, v in os.environ.items() if not k.startswith(("OTEL_", "FUMAROLE_"))}
@@ -355,8 +377,8 @@ async def bench(db: str, clients: int, requests: int, jobs: int, seed: int) -> d
             "serve_ready_s": round(started, 2),
             "warmup_s": round(warm, 2),
             "clients": clients,
-            "jobs": await load(base, job_urls, clients),
-            "decisions": await load(base, dec_urls, clients),
+            "jobs": await load_measured(base, job_urls, clients, proc.pid),
+            "decisions": await load_measured(base, dec_urls, clients, proc.pid),
         }
         async with aiohttp.ClientSession(base) as s, s.get(dec_urls[0]) as r:
             body = await r.json()

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
-from api.decision_json import DEFAULT_CACHE_BYTES, DecisionJsonCache
+from api.decision_json import DEFAULT_CACHE_BYTES, DecisionJsonCache, decision_page_json, page_json
 from api.metrics import SchedulerMetrics
 from api.types import Explanation, JobDetail, JobRow, NodeRow, QueueRow, TaskRow
 from daemon.cache import Projection, load_projection
@@ -29,7 +29,7 @@ from daemon.scheduler.model.snapshot import ClusterSnapshot
 from daemon.scheduler.model.task import TaskStatus
 from store.events import Event, QueueFigures
 from store.index import IndexReader, decision_query
-from store.log import LogError, StoredEvent
+from store.log import CorruptEventError, LogError, StoredEvent
 from store.sqlite import SqliteEventLog
 
 if TYPE_CHECKING:
@@ -203,6 +203,24 @@ class RawDecisionReader:
         except sqlite3.Error as e:
             raise LogError(f"{self.path}: decision lookup failed: {e}") from e
 
+    def seqs(
+        self, *, since: int = 1, limit: int = 100, types: tuple[str, ...] = (), **filters: str | int | None
+    ) -> list[int]:
+        """Only the seqs of the same page (no event bodies read)."""
+        sql, params = decision_query(since=since, limit=limit, types=types, **filters)
+        try:
+            return [int(r[0]) for r in self._conn.execute(f"SELECT seq FROM ({sql})", params)]
+        except sqlite3.Error as e:
+            raise LogError(f"{self.path}: decision lookup failed: {e}") from e
+
+    def bodies(self, seqs: Sequence[int]) -> dict[int, tuple[Any, ...]]:
+        """The stored rows (seq, type, v, idem_key, body) of the given seqs, by seq."""
+        sql = f"SELECT seq, type, v, idem_key, body FROM events WHERE seq IN ({','.join('?' * len(seqs))})"
+        try:
+            return {int(r[0]): r for r in self._conn.execute(sql, list(seqs))}
+        except sqlite3.Error as e:
+            raise LogError(f"{self.path}: event read failed: {e}") from e
+
     def close(self) -> None:
         self._conn.close()
 
@@ -250,13 +268,30 @@ class _ViewBase:
         rows = self._index.decisions(since=since, limit=limit, types=types, **filters)
         return [StoredEvent(seq=seq, type=tag, event=ev, idem_key=key) for seq, tag, ev, key in rows]
 
-    def decisions_json(
+    def decision_page(
         self, *, since: int = 1, limit: int = 100, types: tuple[str, ...] = (), **filters: str | int | None
-    ) -> tuple[list[bytes], int]:
-        stored = self._raw.rows(since=since, limit=limit, types=types, **filters)
-        if not stored:
-            return [], 0
-        return self.decision_cache.rows(stored), int(stored[-1][0])
+    ) -> bytes:
+        cache = self.decision_cache
+        before = cache.seen((since, limit, types, *sorted(filters.items())))
+        if before < 2:  # new (encoded as a page), or asked once before (rows encoded and kept)
+            stored = self._raw.rows(since=since, limit=limit, types=types, **filters)
+            if not before:
+                return page_json(stored, limit)
+            nxt = int(stored[-1][0]) + 1 if stored and len(stored) >= limit else None
+            return decision_page_json(cache.rows(stored), nxt)
+        # asked twice before: its rows are likely cached; read the seqs only, bodies of the missing ones
+        seqs = self._raw.seqs(since=since, limit=limit, types=types, **filters)
+        found = cache.lookup(seqs)
+        missing = [s for s, data in zip(seqs, found, strict=True) if data is None]
+        if missing:
+            bodies = self._raw.bodies(missing)
+            if len(bodies) != len(missing):
+                lost = next(s for s in missing if s not in bodies)
+                raise CorruptEventError(lost, "indexed decision without its event row")
+            fresh = iter(cache.rows([bodies[s] for s in missing]))
+            found = [data if data is not None else next(fresh) for data in found]
+        rows = [data for data in found if data is not None]
+        return decision_page_json(rows, seqs[-1] + 1 if seqs and len(seqs) >= limit else None)
 
     def metrics_text(self) -> tuple[bytes, str]:
         return self.metrics.render()

@@ -14,7 +14,7 @@ from fumarole_api_kit import LiveFixture, write_history
 
 import store.codec as codec
 from api.app import build_app
-from api.decision_json import DecisionJsonCache, decision_page_json, row_json
+from api.decision_json import DecisionJsonCache, decision_page_json, page_json, row_json
 from api.types import DecisionPage, DecisionRow
 from daemon.runtime.api_view import ReadOnlyView
 from store.events import BindDecided, CycleClosed
@@ -46,8 +46,12 @@ def _typed_page(fx: LiveFixture, limit: int, **query: Any) -> bytes:
 
 
 def _json_page(fx: LiveFixture, limit: int, **query: Any) -> bytes:
-    rows, last = fx.view.decisions_json(limit=limit, **query)
-    return decision_page_json(rows, last + 1 if len(rows) >= limit else None)
+    return fx.view.decision_page(limit=limit, **query)
+
+
+def _items(page: bytes) -> list[dict[str, Any]]:
+    items: list[dict[str, Any]] = msgspec.json.decode(page)["items"]
+    return items
 
 
 def _queries(info: dict[str, Any]) -> list[tuple[int, dict[str, Any]]]:
@@ -75,9 +79,14 @@ async def test_cached_rows_are_byte_identical_to_the_typed_encoding(
     cache = live.view.decision_cache
     for limit, query in _queries(recorded[1]):
         want = _typed_page(live, limit, **query)
-        assert _json_page(live, limit, **query) == want, query  # cold: transcoded
-        assert _json_page(live, limit, **query) == want, query  # warm: from the cache
-    assert cache.hits > 0 and cache.misses > 0 and len(cache) == cache.misses
+        assert _json_page(live, limit, **query) == want, query  # first time: encoded, not kept
+        before = cache.hits
+        assert _json_page(live, limit, **query) == want, query  # asked again: seqs first, rows kept
+        n = len(_items(want))
+        assert all(x["seq"] in cache for x in _items(want)), query
+        assert _json_page(live, limit, **query) == want, query  # and then served from the cache
+        assert cache.hits - before >= n, query
+    assert cache.hits > 0 and cache.misses > 0 and 0 < len(cache) <= cache.misses
     # with the cache disabled every row is transcoded, and the answers are the same
     live.view.decision_cache = DecisionJsonCache(0)
     for limit, query in _queries(recorded[1]):
@@ -110,9 +119,11 @@ async def test_new_decisions_are_visible_after_the_cache_is_warm(
     live: LiveFixture, recorded: tuple[Path, dict[str, Any]]
 ) -> None:
     _, bind = recorded[1]["binds"][0]
-    before, _ = live.view.decisions_json(job=bind.job)
-    again, _ = live.view.decisions_json(job=bind.job)
-    assert again == before and live.view.decision_cache.hits >= len(before)
+    cache = live.view.decision_cache
+    before = live.view.decision_page(job=bind.job)
+    assert live.view.decision_page(job=bind.job) == before  # asked twice: the rows are kept
+    n = len(_items(before))
+    assert live.view.decision_page(job=bind.job) == before and cache.hits >= n
     new = BindDecided(
         cycle=99,
         namespace=bind.namespace,
@@ -123,16 +134,19 @@ async def test_new_decisions_are_visible_after_the_cache_is_warm(
         queue=bind.queue,
     )
     seq = (await live.log.append([new, CycleClosed(cycle=99)]))[0]
-    after, last = live.view.decisions_json(job=bind.job)
-    assert after[: len(before)] == before
-    assert last == seq and len(after) == len(before) + 1
-    assert msgspec.json.decode(after[-1]) == {
-        "seq": seq,
-        "type": "decision.bind",
-        "event": msgspec.to_builtins(new),
-    }
-    paged, _ = live.view.decisions_json(job=bind.job, since=seq)
-    assert paged == [after[-1]]
+    after = live.view.decision_page(job=bind.job)
+    assert after == _typed_page(live, 100, job=bind.job)
+    assert _items(after)[:n] == _items(before) and len(_items(after)) == n + 1
+    assert _items(after)[-1] == {"seq": seq, "type": "decision.bind", "event": msgspec.to_builtins(new)}
+    assert seq in cache  # the missing row was read and kept
+    assert live.view.decision_page(job=bind.job) == after
+    page = live.view.decision_page(job=bind.job, since=seq)
+    assert _items(page) == _items(after)[-1:]
+    # a full page says where the next one starts, from the cache as from the store
+    for _ in range(3):
+        assert msgspec.json.decode(live.view.decision_page(job=bind.job, limit=n))["next_since"] == (
+            _items(after)[n - 1]["seq"] + 1
+        )
 
 
 async def test_read_only_view_serves_the_same_bytes(
@@ -142,16 +156,20 @@ async def test_read_only_view_serves_the_same_bytes(
     shutil.copy(recorded[0], db)
     view = await ReadOnlyView.open(str(db), decision_cache_bytes=4096, freeze_gc=False)
     try:
-        rows, last = view.decisions_json(limit=1000)
+        page = view.decision_page(limit=1000)
         typed = view.decisions(limit=1000)
-        assert last == typed[-1].seq
-        assert rows == [
-            msgspec.json.encode(DecisionRow(seq=r.seq, type=r.type, event=r.event))  # type: ignore[arg-type]
-            for r in typed
-        ]
-        assert 0 < view.decision_cache.bytes <= 4096  # bounded: most rows were evicted
-        assert view.decision_cache.hits == 0 and len(view.decision_cache) < len(rows)
-        assert view.decisions_json(limit=1000)[0] == rows
+        assert page == msgspec.json.encode(
+            DecisionPage(
+                items=[DecisionRow(seq=r.seq, type=r.type, event=r.event) for r in typed],  # type: ignore[arg-type]
+                next_since=None,
+            )
+        )
+        assert len(view.decision_cache) == 0  # asked once: nothing kept
+        assert view.decision_page(limit=1000) == page
+        assert 0 < view.decision_cache.bytes <= 4096  # kept, bounded: most rows were evicted
+        assert 0 < len(view.decision_cache) < len(typed)
+        assert view.decision_page(limit=1000) == page
+        assert view.decision_cache.hits > 0
     finally:
         await view.close()
 
@@ -170,10 +188,36 @@ def test_cache_is_lru_and_bounded_by_bytes() -> None:
     assert cache.bytes == 3 * size <= cache.max_bytes
     cache.rows(stored)
     assert len(cache) == 3 and cache.bytes <= cache.max_bytes
+    assert decision_page_json(cache.rows(stored), 7) == page_json(stored, limit=6)  # full page: next is 7
+    assert decision_page_json(cache.rows(stored), None) == page_json(stored, limit=7)
+    assert page_json([], limit=5) == decision_page_json([], None) == b'{"items":[],"next_since":null}'
     off = DecisionJsonCache(0)
     assert off.rows(stored) == cache.rows(stored) and len(off) == 0 and off.bytes == 0
     with pytest.raises(ValueError, match="max_bytes"):
         DecisionJsonCache(-1)
+    with pytest.raises(ValueError, match="doorkeeper"):
+        DecisionJsonCache(doorkeeper=-1)
+
+
+def test_doorkeeper_admits_only_queries_asked_before() -> None:
+    stored = [(i + 1, "cycle.closed", 1, None, codec.encode(CycleClosed(cycle=i))) for i in range(4)]
+    cache = DecisionJsonCache(1 << 20, doorkeeper=2)
+    assert [cache.seen(q) for q in ("a", "b", "a", "c", "b", "a")] == [
+        False,
+        False,
+        True,
+        False,
+        False,
+        False,
+    ]
+    cache.rows(stored[:2], admit=False)
+    assert len(cache) == 0 and cache.misses == 2
+    cache.rows(stored[:2])
+    assert len(cache) == 2 and cache.lookup([1, 2, 3]) == [*cache.rows(stored[:2]), None]
+    off = DecisionJsonCache(0)
+    assert [off.seen("a") for _ in range(3)] == [0, 0, 0]
+    cache.clear()
+    assert len(cache) == 0 and cache.bytes == 0 and not cache.seen("a")
 
 
 def test_row_json_upcasts_old_versions_and_refuses_corrupt_bodies(monkeypatch: pytest.MonkeyPatch) -> None:
