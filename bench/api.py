@@ -17,7 +17,10 @@
    kind after start-up also pays the one-time freeze of the projection; a warm-up round is run
    and reported apart (`warmup_s`).
 
-Usage: python bench/api.py [--events 1000000] [--clients 50] [--requests 200] [--db FILE]
+With `--hot N`, `/v1/decisions?job=` is measured a second time over only N jobs asked round-robin
+(`decisions_hot`: a dashboard polling the same jobs; not the goal's figure).
+
+Usage: python bench/api.py [--events 1000000] [--clients 50] [--requests 200] [--db FILE] [--hot N]
 """
 
 from __future__ import annotations
@@ -361,7 +364,7 @@ def _start_serve(db: str) -> tuple[subprocess.Popen[str], str, float]:
     return proc, line.split()[3], time.perf_counter() - t0
 
 
-async def bench(db: str, clients: int, requests: int, jobs: int, seed: int) -> dict[str, Any]:
+async def bench(db: str, clients: int, requests: int, jobs: int, seed: int, hot: int = 0) -> dict[str, Any]:
     proc, base, started = _start_serve(db)
     try:
         rng = random.Random(seed)
@@ -373,13 +376,16 @@ async def bench(db: str, clients: int, requests: int, jobs: int, seed: int) -> d
         job_urls = [f"/v1/jobs/{_ns(j)}/{_job_name(j)}" for j in picks]
         dec_urls = [f"/v1/decisions?job={_ns(j)}/{_job_name(j)}" for j in picks]
         await load(base, job_urls[: clients * 5], clients)  # warm connections and caches
-        out = {
+        out: dict[str, Any] = {
             "serve_ready_s": round(started, 2),
             "warmup_s": round(warm, 2),
             "clients": clients,
             "jobs": await load_measured(base, job_urls, clients, proc.pid),
             "decisions": await load_measured(base, dec_urls, clients, proc.pid),
         }
+        if hot:  # not the goal's figure: the same few jobs asked over and over (a dashboard)
+            hot_urls = [dec_urls[i % hot] for i in range(clients * requests)]
+            out["decisions_hot"] = {"jobs": hot, **await load_measured(base, hot_urls, clients, proc.pid)}
         async with aiohttp.ClientSession(base) as s, s.get(dec_urls[0]) as r:
             body = await r.json()
             out["decisions_per_job_sample"] = len(body["items"])
@@ -396,6 +402,12 @@ def main() -> None:
     ap.add_argument("--requests", type=int, default=200, help="requests per client and endpoint")
     ap.add_argument("--db", help="reuse (or create) this log file instead of a temporary one")
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument(
+        "--hot",
+        type=int,
+        default=0,
+        help="also measure /v1/decisions?job= over only this many jobs, asked round-robin (decisions_hot)",
+    )
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         db = args.db or str(Path(tmp) / "bench.db")
@@ -418,7 +430,7 @@ def main() -> None:
         else:
             gen = asyncio.run(generate(db, args.events))
         jobs = int(gen["jobs"])
-        res = asyncio.run(bench(db, args.clients, args.requests, jobs, args.seed))
+        res = asyncio.run(bench(db, args.clients, args.requests, jobs, args.seed, args.hot))
     print(json.dumps({"log": gen, "api": res}), flush=True)
 
 
