@@ -1,8 +1,16 @@
 """Benchmark of the event store: append through SqliteEventLog vs a raw sqlite3 loop, and read+decode.
 
-Builds a synthetic log in the daemon's shape (ingest batches of pod upserts with idempotency keys,
-alternating with cycle batches: cycle opened, binds, PodGroup status changes, cycle closed), then
-measures in one run, on the same kind of file (WAL, synchronous=FULL, the shipped schema):
+Builds a synthetic log in one of two mixes:
+
+- `daemon` (default): rounds of what a running daemon appends — an ingest batch of observed events
+  (new PodGroups and pods, pods turning Running, Succeeded, deleted; idempotency keys), a cycle
+  batch (CycleOpened, a bind per new pod, PodGroup status changes, some changed explanations,
+  queue figures, CycleClosed) and the dispatcher's outcomes (BindSucceeded, idempotency keys);
+  about a quarter of the events are decisions;
+- `binds`: the earlier, decision-heavy mix — ingest batches of pod upserts alternating with cycle
+  batches of ~500 binds each naming another pod and node (half the events are decisions);
+
+then measures in one run, on the same kind of file (WAL, synchronous=FULL, the shipped schema):
 
 - `append_eventlog`: `await log.append(batch, idem_keys=…)` one batch after another (the writer's
   pattern), encoding included;
@@ -15,7 +23,8 @@ measures in one run, on the same kind of file (WAL, synchronous=FULL, the shippe
 
 Prints one JSON object.  Usage:
 
-    python bench/store.py                   # 200k events, batches of 500
+    python bench/store.py                   # 200k events, batches of 500, the daemon mix
+    python bench/store.py --mix binds       # the decision-heavy mix
     python bench/store.py --events 1000000 --batch 1000 --dir /var/tmp
 """
 
@@ -37,11 +46,17 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from store.codec import event_row
 from store.events import (
     BindDecided,
+    BindSucceeded,
     CycleClosed,
     CycleOpened,
     Event,
+    JobExplained,
+    PodDeleted,
     PodGroupStatusChanged,
+    PodGroupUpserted,
     PodUpserted,
+    QueueFigures,
+    QueueFiguresRecorded,
 )
 from store.index import INSERT_INDEX, index_fields
 from store.migrate import migrate
@@ -50,28 +65,45 @@ from store.sqlite import _INSERT, SqliteEventLog
 Batch = tuple[list[Event], list[str | None]]
 
 
-def _pod(i: int) -> PodUpserted:
-    ns = f"team-{i % 7}"
+NODES = 500
+QUEUES = 8
+NAMESPACES = 16
+PODS_PER_JOB = 4
+
+
+def _pod(
+    i: int, ns: str | None = None, job: str | None = None, node: str = "", phase: str = "Pending"
+) -> PodUpserted:
+    ns = ns if ns is not None else f"team-{i % 7}"
+    name = f"{job}-{i % PODS_PER_JOB}" if job is not None else f"job-{i // 8}-task-{i % 8}"
     manifest: dict[str, Any] = {
         "apiVersion": "v1",
         "kind": "Pod",
         "metadata": {
-            "name": f"job-{i // 8}-task-{i % 8}",
+            "name": name,
             "namespace": ns,
             "uid": f"uid-{i:08d}",
-            "annotations": {"scheduling.k8s.io/group-name": f"job-{i // 8}"},
+            "annotations": {"scheduling.k8s.io/group-name": job if job is not None else f"job-{i // 8}"},
         },
         "spec": {
             "schedulerName": "volcano",
             "containers": [{"name": "main", "resources": {"requests": {"cpu": "1", "memory": "2Gi"}}}],
         },
-        "status": {"phase": "Pending"},
+        "status": {"phase": phase},
     }
-    return PodUpserted(namespace=ns, name=manifest["metadata"]["name"], manifest=manifest, at_ms=i)
+    if node:
+        manifest["spec"]["nodeName"] = node
+    return PodUpserted(namespace=ns, name=name, manifest=manifest, at_ms=i)
 
 
-def build_batches(n: int, batch: int) -> list[Batch]:
-    """Alternating ingest and cycle batches totalling n events."""
+def build_batches(n: int, batch: int, mix: str = "daemon") -> list[Batch]:
+    """Batches totalling n events in the given mix (`daemon` or `binds`, see the module docstring)."""
+    return build_daemon_batches(n, batch) if mix == "daemon" else build_bind_batches(n, batch)
+
+
+def build_bind_batches(n: int, batch: int) -> list[Batch]:
+    """The `binds` mix: alternating ingest and cycle batches (half the events are decisions, nearly
+    all binds, each naming another pod and node)."""
     out: list[Batch] = []
     i = cycle = 0
     while i < n:
@@ -108,6 +140,104 @@ def build_batches(n: int, batch: int) -> list[Batch]:
         out.append((evs, keys))
         i += len(evs)
         cycle += 1
+    return out
+
+
+def _job(j: int) -> tuple[str, str, str]:
+    """(namespace, podgroup name, queue) of job j."""
+    return f"team-{j % NAMESPACES:02d}", f"job-{j:07d}", f"q{j % QUEUES}"
+
+
+def build_daemon_batches(n: int, batch: int) -> list[Batch]:
+    """The `daemon` mix: rounds of what a running daemon appends, in its three kinds of append.
+
+    With J = batch // 16 jobs (of 4 pods) per round: an ingest batch of observed events (J new
+    PodGroups and their pods; the pods bound last round now Running; the pods of the jobs bound
+    three rounds ago Succeeded, then deleted; idempotency keys as the watch adapter gives them), a
+    cycle batch (CycleOpened, a BindDecided per new pod, a PodGroup status change per new job and
+    per finished job, a changed explanation for a quarter of them, queue figures every 4th round,
+    CycleClosed), and the dispatcher's outcomes (a BindSucceeded per bind, idempotency keys).
+    About a quarter of the events are decisions.
+    """
+    jobs = max(batch // 16, 1)
+    out: list[Batch] = []
+    total = 0
+    r = 0
+    seq = 0  # the seq the events would get (outcomes name their decision's seq)
+    while total < n:
+        new = range(r * jobs, (r + 1) * jobs)
+        evs: list[Event] = []
+        keys: list[str | None] = []
+        for j in new:
+            ns, pg, q = _job(j)
+            evs.append(
+                PodGroupUpserted(
+                    namespace=ns,
+                    name=pg,
+                    manifest={
+                        "metadata": {"name": pg, "namespace": ns},
+                        "spec": {"minMember": 4, "queue": q},
+                    },
+                    at_ms=r,
+                )
+            )
+            keys.append(f"pg/{ns}/{pg}/1")
+            for k in range(PODS_PER_JOB):
+                evs.append(_pod(j * PODS_PER_JOB + k, ns, pg))
+                keys.append(f"pod/{ns}/{pg}-{k}/1")
+        for phase, age in (("Running", 1), ("Succeeded", 3)):
+            for j in range((r - age) * jobs, (r - age + 1) * jobs) if r >= age else ():
+                ns, pg, _ = _job(j)
+                for k in range(PODS_PER_JOB):
+                    i = j * PODS_PER_JOB + k
+                    evs.append(_pod(i, ns, pg, node=f"node-{i % NODES:04d}", phase=phase))
+                    keys.append(f"pod/{ns}/{pg}-{k}/{phase}")
+        if r >= 3:
+            for j in range((r - 3) * jobs, (r - 2) * jobs):
+                ns, pg, _ = _job(j)
+                for k in range(PODS_PER_JOB):
+                    evs.append(PodDeleted(namespace=ns, name=f"{pg}-{k}", at_ms=r))
+                    keys.append(f"pod/{ns}/{pg}-{k}/deleted")
+        out.append((evs, keys))
+        seq += len(evs)
+        c = r + 1
+        cyc: list[Event] = [CycleOpened(cycle=c, watermark=seq, now_ms=r, conf_hash="ab" * 32)]
+        binds: list[tuple[int, BindDecided]] = []
+        for j in new:
+            ns, pg, q = _job(j)
+            for k in range(PODS_PER_JOB):
+                i = j * PODS_PER_JOB + k
+                b = BindDecided(
+                    cycle=c,
+                    namespace=ns,
+                    name=f"{pg}-{k}",
+                    uid=f"uid-{i:08d}",
+                    node=f"node-{i % NODES:04d}",
+                    job=f"{ns}/{pg}",
+                    queue=q,
+                )
+                binds.append((seq + len(cyc) + 1, b))
+                cyc.append(b)
+            cyc.append(PodGroupStatusChanged(cycle=c, namespace=ns, name=pg, phase="Running", running=4))
+            if j % 4 == 0:
+                cyc.append(JobExplained(cycle=c, namespace=ns, name=pg, queue=q, message=""))
+        for j in range((r - 3) * jobs, (r - 2) * jobs) if r >= 3 else ():
+            ns, pg, _ = _job(j)
+            cyc.append(PodGroupStatusChanged(cycle=c, namespace=ns, name=pg, phase="Completed", succeeded=4))
+        if r % 4 == 0:
+            cyc.append(
+                QueueFiguresRecorded(cycle=c, queues={f"q{i}": QueueFigures(weight=1) for i in range(QUEUES)})
+            )
+        cyc.append(CycleClosed(cycle=c, binds=len(binds), duration_s=0.01))
+        out.append((cyc, [None] * len(cyc)))
+        seq += len(cyc)
+        outs: list[Event] = [
+            BindSucceeded(decision_seq=s, namespace=b.namespace, name=b.name, node=b.node) for s, b in binds
+        ]
+        out.append((outs, [f"outcome/{s}" for s, _ in binds]))
+        seq += len(outs)
+        total = seq
+        r += 1
     return out
 
 
@@ -211,13 +341,20 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     ap.add_argument("--events", type=int, default=200_000, help="events per run (default 200000)")
     ap.add_argument("--batch", type=int, default=500, help="events per append (default 500)")
+    ap.add_argument(
+        "--mix",
+        choices=("daemon", "binds"),
+        default="daemon",
+        help="event mix (see the docstring; default daemon)",
+    )
     ap.add_argument("--producers", type=int, default=8, help="concurrent producers for append_concurrent")
     ap.add_argument("--small-batch", type=int, default=50, help="events per append for append_concurrent")
     ap.add_argument("--repeat", type=int, default=2, help="append runs of each kind (best is reported)")
     ap.add_argument("--dir", help="directory for the database files (default: the system temp directory)")
     a = ap.parse_args()
-    batches = build_batches(a.events, a.batch)
+    batches = build_batches(a.events, a.batch, a.mix)
     n = sum(len(evs) for evs, _ in batches)
+    decisions = sum(1 for evs, _ in batches for e in evs if index_fields(e) is not None)
     with tempfile.TemporaryDirectory(dir=a.dir, prefix="fumarole-bench-store-") as d:
         tmp = Path(d)
         raw_runs: list[float] = []
@@ -244,6 +381,8 @@ def main() -> None:
         "bench": "store",
         "events": n,
         "batch": a.batch,
+        "mix": a.mix,
+        "decision_fraction": round(decisions / n, 3),
         "repeat": a.repeat,
         "sqlite": sqlite3.sqlite_version,
         "append_eventlog_per_s": round(n / log_s),

@@ -1,8 +1,9 @@
-"""The decision index: which job, pod, queue and node each decision event names (migration 0002).
+"""The decision index: which job, pod, queue, node and cycle each decision event names (0002, 0003).
 
 `index_fields(event)` gives the index row of a decision (None for events that are not part of
 a cycle); the SQLite writer inserts it in the same transaction as the event, so the index is
-never behind the log.  `backfill_index(conn)` indexes the decisions a log already held when
+never behind the log, and widens the cycle's seq span in `decision_cycles` (`cycle_spans`,
+`UPSERT_CYCLE`).  `backfill_index(conn)` indexes the decisions a log already held when
 migration 0002 was applied.  `decision_query(...)` builds the parameterised keyset query the
 API's GET /v1/decisions runs.
 """
@@ -22,16 +23,17 @@ from store.events import (
     JobExplained,
     PipelineDecided,
     PodGroupStatusChanged,
-    event_type,
 )
 from store.log import CorruptEventError
 
 __all__ = [
     "DECISION_TYPES",
     "INSERT_INDEX",
+    "UPSERT_CYCLE",
     "IndexFields",
     "IndexReader",
     "backfill_index",
+    "cycle_spans",
     "decision_query",
     "index_fields",
 ]
@@ -44,46 +46,94 @@ INSERT_INDEX = (
     "VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
 )
 
+# A cycle's span: the first and last seq of its decisions (migration 0003), widened per transaction.
+UPSERT_CYCLE = (
+    "INSERT INTO decision_cycles (cycle, first_seq, last_seq) VALUES (?, ?, ?) "
+    "ON CONFLICT (cycle) DO UPDATE SET first_seq = min(first_seq, excluded.first_seq), "
+    "last_seq = max(last_seq, excluded.last_seq)"
+)
+
 DECISION_TYPES: tuple[str, ...] = tuple(
     t for c in DECISIONS if isinstance(t := c.__struct_config__.tag, str) and "cycle" in c.__struct_fields__
 )
 
 
-def _opt(s: str) -> str | None:
-    return s or None
+def _placement(event: Any, tag: str) -> IndexFields:
+    return (
+        event.cycle,
+        tag,
+        event.job or None,
+        event.namespace or None,
+        event.name or None,
+        event.queue or None,
+        event.node or None,
+    )
+
+
+def _explained(event: Any, tag: str) -> IndexFields:
+    return (
+        event.cycle,
+        tag,
+        f"{event.namespace}/{event.name}",
+        event.namespace or None,
+        None,
+        event.queue or None,
+        None,
+    )
+
+
+def _status(event: Any, tag: str) -> IndexFields:
+    return (event.cycle, tag, f"{event.namespace}/{event.name}", event.namespace or None, None, None, None)
+
+
+def _cycle_only(event: Any, tag: str) -> IndexFields:
+    return (event.cycle, tag, None, None, None, None, None)
+
+
+_BY_CLASS: dict[type[EventBase], tuple[str, Any]] = {}
+for _cls in DECISIONS:
+    _tag = _cls.__struct_config__.tag
+    if isinstance(_tag, str) and _tag in DECISION_TYPES:
+        _fn = (
+            _placement
+            if _cls in (BindDecided, EvictDecided, PipelineDecided)
+            else _explained
+            if _cls is JobExplained
+            else _status
+            if _cls is PodGroupStatusChanged
+            else _cycle_only
+        )
+        _BY_CLASS[_cls] = (_tag, _fn)
 
 
 def index_fields(event: EventBase) -> IndexFields | None:
-    """The index row of a decision event that belongs to a cycle; None for every other event."""
-    cycle = getattr(event, "cycle", None)
+    """The index row of a decision event that belongs to a cycle; None for every other event.
+
+    One dict lookup by class on the writer's hot path (every appended event goes through it)."""
+    entry = _BY_CLASS.get(type(event))
+    if entry is None:
+        return None
+    tag, fn = entry
+    cycle = event.cycle  # type: ignore[attr-defined]
     if not isinstance(cycle, int) or isinstance(cycle, bool):
         return None
-    tag = event_type(event)
-    if tag not in DECISION_TYPES:
-        return None
-    if isinstance(event, BindDecided | EvictDecided | PipelineDecided):
-        return (
-            cycle,
-            tag,
-            _opt(event.job),
-            _opt(event.namespace),
-            _opt(event.name),
-            _opt(event.queue),
-            _opt(event.node),
-        )
-    if isinstance(event, JobExplained):
-        return (
-            cycle,
-            tag,
-            f"{event.namespace}/{event.name}",
-            _opt(event.namespace),
-            None,
-            _opt(event.queue),
-            None,
-        )
-    if isinstance(event, PodGroupStatusChanged):
-        return (cycle, tag, f"{event.namespace}/{event.name}", _opt(event.namespace), None, None, None)
-    return (cycle, tag, None, None, None, None, None)
+    fields: IndexFields = fn(event, tag)
+    return fields
+
+
+def cycle_spans(rows: list[tuple[Any, ...]]) -> list[tuple[int, int, int]]:
+    """(cycle, first seq, last seq) of the index rows `(seq, cycle, ...)` of one transaction."""
+    spans: dict[int, list[int]] = {}
+    for row in rows:
+        seq, cycle = row[0], row[1]
+        span = spans.get(cycle)
+        if span is None:
+            spans[cycle] = [seq, seq]
+        elif seq < span[0]:
+            span[0] = seq
+        elif seq > span[1]:
+            span[1] = seq
+    return [(c, lo, hi) for c, (lo, hi) in spans.items()]
 
 
 def backfill_index(conn: sqlite3.Connection, *, batch: int = 20000) -> int:
@@ -121,6 +171,8 @@ def backfill_index(conn: sqlite3.Connection, *, batch: int = 20000) -> int:
                 if fields is not None:
                     params.append((seq, *fields))
             conn.executemany(INSERT_INDEX, params)
+            if "decision_cycles" in tables:
+                conn.executemany(UPSERT_CYCLE, cycle_spans(params))
             added += len(params)
             last = int(rows[-1][0])
         conn.execute(
@@ -141,7 +193,12 @@ _FILTERS: tuple[tuple[str, str], ...] = (
     ("pod", "d.pod = ?"),
     ("queue", "d.queue = ?"),
     ("node", "d.node = ?"),
-    ("cycle", "d.cycle = ?"),
+    # a cycle's decisions lie in its seq span (migration 0003): a primary-key range, then the check
+    (
+        "cycle",
+        "d.seq BETWEEN (SELECT first_seq FROM decision_cycles WHERE cycle = ?1c) "
+        "AND (SELECT last_seq FROM decision_cycles WHERE cycle = ?1c) AND d.cycle = ?1c",
+    ),
 )
 
 
@@ -165,8 +222,9 @@ def decision_query(
     for key, clause in _FILTERS:
         value = filters.get(key)
         if value is not None:
-            where.append(clause)
-            params.append(value)
+            n = clause.count("?1c")
+            where.append(clause.replace("?1c", "?") if n else clause)
+            params.extend([value] * max(n, 1))
     if types:
         where.append(f"d.type IN ({','.join('?' * len(types))})")
         params.extend(types)

@@ -15,7 +15,7 @@ import anyio
 
 from store.codec import CodecError, decode, event_row
 from store.events import Event
-from store.index import INSERT_INDEX, IndexFields, decision_query, index_fields
+from store.index import INSERT_INDEX, UPSERT_CYCLE, IndexFields, cycle_spans, decision_query, index_fields
 from store.log import (
     CorruptEventError,
     LogClosedError,
@@ -117,9 +117,7 @@ class _Writer:
             snapshots: list[tuple[str, int, bytes]] = []
             for req in group:
                 seqs: list[int] = []
-                for row in req.rows:
-                    tag, v, at_ms, key, data = row[:5]
-                    fields = row[5] if len(row) > 5 else None
+                for tag, v, at_ms, key, data, fields in req.rows:
                     if key is not None:
                         old = known.get(key)
                         if old is not None:
@@ -147,6 +145,7 @@ class _Writer:
                     )
                 if indexed:
                     conn.executemany(INSERT_INDEX, indexed)
+                    conn.executemany(UPSERT_CYCLE, cycle_spans(indexed))
             if checkpoints:
                 conn.executemany(_UPSERT_CHECKPOINT, list(checkpoints.items()))
             if snapshots:

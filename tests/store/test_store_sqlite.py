@@ -128,7 +128,7 @@ async def test_a_failing_request_fails_alone_and_leaves_no_trace(db):
     async with anyio.create_task_group() as tg:
         # queue the bad request first so that it is grouped with the good ones
         db._queue.put_nowait(
-            _Request([("clock.advanced", "not-an-int", None, None, b"\x80")], None, None, bad_fut)
+            _Request([("clock.advanced", "not-an-int", None, None, b"\x80", None)], None, None, bad_fut)
         )  # type: ignore[list-item]
         for i in range(0, 10, 2):
             tg.start_soon(good_append, i)
