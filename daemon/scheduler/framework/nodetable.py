@@ -2,10 +2,16 @@
 
 Rows follow the session's node list order; columns are `dims` (cpu, memory, then scalar names
 sorted).  Values are float64 (exact for integers below 2**53: milli-cpu and bytes fit).
+
+`version` holds one stamp per row, bumped whenever the row's accounting changes here and by
+other per-node state that registers itself (the predicates plugin's pod mirror): a result
+computed from a row's state stays valid while the row's stamp is unchanged (`RowMemo`).
 """
 
 from __future__ import annotations
 
+from collections import OrderedDict
+from collections.abc import Callable, Hashable
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -21,6 +27,25 @@ FloatArray = npt.NDArray[np.float64]
 BoolArray = npt.NDArray[np.bool_]
 IntArray = npt.NDArray[np.int64]
 
+FEW_ROWS = 64
+
+# A predicate plugin's row-locality test: the part of a task's feasibility signature the plugin
+# reads, or None when its verdict on a node may depend on other nodes (or on call history).
+# Once a plugin gives a task a signature, its verdicts for that task must stay row-local with
+# that signature for the rest of the session (the search keeps the signature per task).
+RowLocalKey = Callable[["TaskInfo"], Hashable | None]
+
+
+class RowMemo:
+    """Per-row results of one evaluation signature, each valid while its row's stamp is unchanged."""
+
+    __slots__ = ("idle", "ok", "stamp")
+
+    def __init__(self, n: int) -> None:
+        self.stamp: IntArray = np.full(n, -1, dtype=np.int64)
+        self.ok: BoolArray = np.zeros(n, dtype=np.bool_)
+        self.idle: BoolArray = np.zeros(n, dtype=np.bool_)
+
 
 class NodeTable:
     def __init__(self, nodes: list[NodeInfo], extra_dims: set[str]) -> None:
@@ -31,6 +56,7 @@ class NodeTable:
         self.col: dict[str, int] = {d: i for i, d in enumerate(self.dims)}
         self.nodes = nodes
         self._req_cache: dict[int, tuple[Resource, list[int], list[float]]] = {}
+        self._thr_cache: dict[tuple[int, int], tuple[list[int], list[float], FloatArray]] = {}
         self.names: list[str] = [n.name for n in nodes]
         size = (len(nodes), len(self.dims))
         self.allocatable: FloatArray = np.zeros(size)
@@ -43,6 +69,14 @@ class NodeTable:
         self.max_pods: IntArray = np.zeros(len(nodes), dtype=np.int64)
         # Bumped on every change to a row; consumers may cache per-row results by version.
         self.version: IntArray = np.zeros(len(nodes), dtype=np.int64)
+        # Predicate plugins whose verdicts can be row-local, by name (last registration wins,
+        # as for callbacks), and the placement search's feasibility memos by signature.
+        self.row_local: dict[str, RowLocalKey] = {}
+        self.feasible_memo: OrderedDict[Hashable, RowMemo] = OrderedDict()
+        # Feasibility signatures given so far, per task object: (task, check_resources, key).
+        self.row_keys: dict[int, tuple[TaskInfo, bool, Hashable]] = {}
+        # (candidate rows, their Idle fit) left by the last memoised search for choose_node.
+        self.search_hint: tuple[IntArray, BoolArray] | None = None
         for i, n in enumerate(nodes):
             n.index = i
             self.allocatable[i] = self.vector(n.allocatable)
@@ -93,6 +127,11 @@ class NodeTable:
         self, which: FloatArray, cols: list[int], vals: list[float], rows: IntArray | None = None
     ) -> BoolArray:
         """Rows where request <= `which` on every compared column (tolerance 0.1)."""
+        if rows is not None and len(rows) <= FEW_ROWS:
+            # Few rows: one gather of whole rows against per-column thresholds (-inf where the
+            # column is not compared) costs fewer array operations than a gather per column.
+            out: BoolArray = np.all(which[rows] > self.thresholds(cols, vals), axis=1)
+            return out
         ok: BoolArray | None = None
         for c, v in zip(cols, vals, strict=True):
             col = which[:, c] if rows is None else which[rows, c]
@@ -100,6 +139,18 @@ class NodeTable:
             ok = part if ok is None else (ok & part)
         assert ok is not None
         return ok
+
+    def thresholds(self, cols: list[int], vals: list[float]) -> FloatArray:
+        """Per column: value - 0.1 for the compared columns, -inf for the others (cached per request)."""
+        key = (id(cols), id(vals))
+        hit = self._thr_cache.get(key)
+        if hit is not None and hit[0] is cols and hit[1] is vals:
+            return hit[2]
+        thr = np.full(len(self.dims), -np.inf)
+        for c, v in zip(cols, vals, strict=True):
+            thr[c] = v - MIN_RESOURCE
+        self._thr_cache[key] = (cols, vals, thr)
+        return thr
 
     def first_insufficient(
         self, which: FloatArray, cols: list[int], vals: list[float], rows: IntArray

@@ -14,11 +14,14 @@ index never moves, so ties go to the earliest node in the node list.
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Hashable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 import numpy as np
 
+from daemon.scheduler.framework.combinators import PREDICATE
+from daemon.scheduler.framework.nodetable import RowMemo
 from daemon.scheduler.model.fit import FitErrors
 
 if TYPE_CHECKING:
@@ -74,8 +77,28 @@ def predicate_nodes(
 ) -> tuple[IntArray, FitErrors]:
     """Feasible node rows for `task` (allocate's predicate: FutureIdle fit, then plugin predicates).
 
-    `rows` None means every node, searched from the session's rotating start index.
+    `rows` None means every node, searched from the session's rotating start index.  When every
+    predicate is row-local for the task (see `row_local_key`), the search over all nodes reads a
+    per-signature feasibility memo refreshed only on the rows changed since (`memo_search`); the
+    result is the same as the full evaluation's.
     """
+    if rows is None and len(ssn.table.nodes):
+        found = memo_search(ssn, task, cache, opts, check_resources)
+        if found is not None:
+            return found, FitErrors()
+    return full_search(ssn, task, rows, cache, opts, check_resources=check_resources)
+
+
+def full_search(
+    ssn: Session,
+    task: TaskInfo,
+    rows: IntArray | None,
+    cache: ErrorCache | None,
+    opts: SearchOptions,
+    *,
+    check_resources: bool = True,
+) -> tuple[IntArray, FitErrors]:
+    """`predicate_nodes` evaluating every (given) node now; also the memo's failure path."""
     table = ssn.table
     all_rows = rows is None
     if rows is None:
@@ -127,11 +150,7 @@ def predicate_nodes(
     if all_rows:
         ssn.last_processed_node_index = (start + processed) % n
 
-    failed = ~ok
-    if processed < n:
-        # Only nodes a sequential scan from `start` reached count as examined.
-        pos = (np.arange(n) - start) % n
-        failed &= pos < processed
+    failed = examined_failures(ok, start, processed)
     if cache is not None and task.role and failed.any():
         prev = cache.failed.get(task.role)
         mark = np.zeros(len(table.nodes), dtype=np.bool_) if prev is None else prev.copy()
@@ -142,6 +161,176 @@ def predicate_nodes(
     if chosen.size == 0:
         _fill_fit_errors(ssn, task, fe, order, failed, ~res_ok, reasons, unresolvable, cols, vals, cached)
     return (chosen if base is None else base[chosen]), fe
+
+
+def examined_failures(ok: BoolArray, start: int, processed: int) -> BoolArray:
+    """Rows a sequential scan from `start` reached (the first `processed`, cyclically) that failed."""
+    n = len(ok)
+    if processed >= n:
+        out: BoolArray = ~ok
+        return out
+    failed = np.zeros(n, dtype=np.bool_)
+    end = start + processed
+    if end <= n:
+        np.logical_not(ok[start:end], out=failed[start:end])
+    else:
+        np.logical_not(ok[start:], out=failed[start:])
+        np.logical_not(ok[: end - n], out=failed[: end - n])
+    return failed
+
+
+def rotated_feasible(ok: BoolArray, start: int, k: int) -> IntArray:
+    """Feasible rows in scan order from `start`: the first k + 1 of them at least, or all.
+
+    The scan first looks at a stretch of a few times k rows, which holds k + 1 feasible rows
+    when most nodes fit, before falling back to the whole ring.
+    """
+    n = len(ok)
+    span = 4 * (k + 1)
+    if start + span < n:
+        head = np.flatnonzero(ok[start : start + span])
+        if head.size > k:
+            head += start
+            return head
+    head = np.flatnonzero(ok[start:])
+    head += start
+    if head.size > k or not start:
+        return head
+    return np.concatenate((head, np.flatnonzero(ok[:start])))
+
+
+# ============================================================================ incremental search
+#
+# Between two tasks with the same request and the same pod facts, a node's fit can only change
+# if the node changed.  When every configured predicate is row-local for a task (its verdict on
+# a node reads only that node's state and static facts; plugins say so through
+# `NodeTable.row_local`), the fit of every node is kept per signature in a `RowMemo`; rows whose
+# stamp (`NodeTable.version`) moved are re-evaluated only when the sequential scan reaches one of
+# them, and then all together (the window is computed, and if its examined range holds a stale
+# row, every stale row is re-evaluated and the window computed again).  Rows outside the examined
+# range do not affect the result, so the window, start index and error-cache bookkeeping are
+# exactly those of `full_search`.  When no node fits, the full search runs for the fit errors.
+
+MEMO_SIZE = 64
+
+
+def row_local_key(ssn: Session, task: TaskInfo, check_resources: bool) -> Hashable | None:
+    """The task's feasibility signature, or None when some predicate is not row-local for it.
+
+    A signature, once given, holds for the task for the rest of the session (the contract of
+    `NodeTable.row_local`), so it is kept per task object.
+    """
+    table = ssn.table
+    held = table.row_keys.get(id(task))
+    if held is not None and held[0] is task and held[1] == check_resources:
+        return held[2]
+    key = compute_row_local_key(ssn, task, check_resources)
+    if key is not None:
+        table.row_keys[id(task)] = (task, check_resources, key)
+    return key
+
+
+def compute_row_local_key(ssn: Session, task: TaskInfo, check_resources: bool) -> Hashable | None:
+    table = ssn.table
+    parts: list[tuple[str, Hashable]] = []
+    for name, _ in ssn.callbacks(PREDICATE):
+        fn = table.row_local.get(name)
+        if fn is None:
+            return None
+        part = fn(task)
+        if part is None:
+            return None
+        parts.append((name, part))
+    if not check_resources:
+        return (False, tuple(parts))
+    cols, vals = table.request_columns(task)
+    return (True, tuple(cols), tuple(vals), tuple(parts))
+
+
+def memo_for(ssn: Session, key: Hashable) -> RowMemo:
+    """The signature's memo (least recently used ones are dropped beyond `MEMO_SIZE`)."""
+    memos = ssn.table.feasible_memo
+    memo = memos.get(key)
+    if memo is None:
+        memo = memos[key] = RowMemo(len(ssn.table.nodes))
+        if len(memos) > MEMO_SIZE:
+            memos.popitem(last=False)
+    else:
+        memos.move_to_end(key)
+    return memo
+
+
+def evaluate_rows(ssn: Session, task: TaskInfo, memo: RowMemo, rows: IntArray, check_resources: bool) -> None:
+    """Fit of `rows` now (FutureIdle, then the plugin predicates on the rows that fit), stamped."""
+    table = ssn.table
+    if check_resources:
+        cols, vals = table.request_columns(task)
+        fit = table.fits(table.future_idle, cols, vals, rows)
+        memo.idle[rows] = table.fits(table.idle, cols, vals, rows)
+    else:
+        fit = np.ones(rows.size, dtype=np.bool_)
+    live = np.flatnonzero(fit)
+    if live.size and ssn.has(PREDICATE):
+        p_ok, _, _ = ssn.predicate_batch(task, rows[live])
+        fit[live[~p_ok]] = False
+    memo.ok[rows] = fit
+    memo.stamp[rows] = table.version[rows]
+
+
+def stale_in_scan(stamp: IntArray, version: IntArray, start: int, processed: int) -> bool:
+    """Whether a row among the first `processed` of a cyclic scan from `start` has a moved stamp."""
+    n = len(stamp)
+    end = start + processed
+    if processed >= n:
+        return bool((stamp != version).any())
+    if end <= n:
+        return bool((stamp[start:end] != version[start:end]).any())
+    return bool((stamp[start:] != version[start:]).any() or (stamp[: end - n] != version[: end - n]).any())
+
+
+def scan_window(feasible: IntArray, start: int, k: int, n: int) -> tuple[IntArray, int]:
+    """The first k feasible rows and how many rows the sequential scan examined."""
+    if feasible.size > k:
+        # The (k+1)-th feasible node is examined, then the search stops.
+        return feasible[:k], int((feasible[k] - start) % n) + 1
+    return feasible, n
+
+
+def memo_search(
+    ssn: Session, task: TaskInfo, cache: ErrorCache | None, opts: SearchOptions, check_resources: bool
+) -> IntArray | None:
+    """`full_search` over all nodes through the feasibility memo; None: not applicable or no fit."""
+    key = row_local_key(ssn, task, check_resources)
+    if key is None:
+        return None
+    memo = memo_for(ssn, key)
+    role = task.role if cache is not None else ""
+    cached = cache.failed.get(role) if (cache is not None and role) else None
+    n = len(memo.ok)
+    k = num_feasible_nodes_to_find(n, opts)
+    start = ssn.last_processed_node_index % n
+    version = ssn.table.version
+    ok = memo.ok if cached is None else (memo.ok & ~cached)
+    feasible = rotated_feasible(ok, start, k)
+    chosen, processed = scan_window(feasible, start, k, n)
+    if stale_in_scan(memo.stamp, version, start, processed):
+        # Bring every stale row up to date at once (one batch instead of one row per task), then
+        # take the window again: no row is stale any more.
+        evaluate_rows(ssn, task, memo, np.flatnonzero(memo.stamp != version), check_resources)
+        ok = memo.ok if cached is None else (memo.ok & ~cached)
+        feasible = rotated_feasible(ok, start, k)
+        chosen, processed = scan_window(feasible, start, k, n)
+    if feasible.size == 0:
+        return None
+    ssn.last_processed_node_index = (start + processed) % n
+    if cache is not None and role:
+        failed = examined_failures(ok, start, processed)
+        if failed.any():
+            cache.failed[role] = failed if cached is None else (cached | failed)
+    if check_resources:
+        # Every candidate row is current now: choose_node may read their Idle fit from here.
+        ssn.table.search_hint = (chosen, memo.idle[chosen])
+    return chosen
 
 
 CACHED_FAILURE = "node(s) failed the predicates for an earlier task of the same role"
@@ -198,7 +387,14 @@ def choose_node(ssn: Session, task: TaskInfo, candidates: IntArray) -> NodeInfo 
         return None
     table = ssn.table
     cols, vals = table.request_columns(task)
-    idle_ok = table.fits(table.idle, cols, vals, candidates)
+    hint = table.search_hint
+    table.search_hint = None
+    if hint is not None and hint[0] is candidates:
+        idle_ok = hint[1]  # computed by memo_search on these very rows, nothing changed since
+    else:
+        idle_ok = table.fits(table.idle, cols, vals, candidates)
+    if idle_ok.all():
+        return candidates_best(ssn, task, candidates)
     groups = [candidates[idle_ok]]
     rest = candidates[~idle_ok]
     if rest.size:
@@ -211,6 +407,12 @@ def choose_node(ssn: Session, task: TaskInfo, candidates: IntArray) -> NodeInfo 
             return table.nodes[int(group[0])]
         return best_scored(ssn, task, group)
     return None
+
+
+def candidates_best(ssn: Session, task: TaskInfo, group: IntArray) -> NodeInfo:
+    if group.size == 1:
+        return ssn.table.nodes[int(group[0])]
+    return best_scored(ssn, task, group)
 
 
 def best_scored(ssn: Session, task: TaskInfo, group: IntArray) -> NodeInfo:

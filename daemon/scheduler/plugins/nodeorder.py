@@ -57,6 +57,7 @@ from daemon.scheduler.framework.conf import arg_int
 from daemon.scheduler.framework.nodetable import BoolArray, FloatArray, IntArray
 from daemon.scheduler.framework.session import Session
 from daemon.scheduler.model.node import NodeInfo
+from daemon.scheduler.model.resources import Resource
 from daemon.scheduler.model.task import PodFacts, TaskInfo, Toleration
 from daemon.scheduler.plugins.k8s_affinity import (
     HOSTNAME_LABEL,
@@ -333,6 +334,16 @@ def pod_requests(task: TaskInfo) -> PodRequests:
     return PodRequests(round(r.cpu), round(r.memory), round(r.scalars.get(GPU, 0)))
 
 
+class ScoreMemo:
+    """Per-node integer scores of one request, each valid while its node's mirror stamp is unchanged."""
+
+    __slots__ = ("stamp", "value")
+
+    def __init__(self, n: int) -> None:
+        self.stamp: IntArray = np.full(n, -1, dtype=np.int64)
+        self.value: IntArray = np.zeros(n, dtype=np.int64)
+
+
 # =============================================================================================
 # the plugin
 
@@ -349,9 +360,11 @@ class NodeOrderPlugin:
         self._ns_labels: dict[str, Any] = {}
         self._affinity_scores: OrderedDict[str, IntArray | None] = OrderedDict()
         self._taint_counts: OrderedDict[tuple[Toleration, ...], IntArray | None] = OrderedDict()
-        self._image_scores: OrderedDict[tuple[str, ...], IntArray] = OrderedDict()
+        self._image_scores: OrderedDict[tuple[str, ...], FloatArray] = OrderedDict()
         self._image_cols: dict[str, tuple[IntArray, BoolArray]] = {}
         self._image_nodes: Counter[str] = Counter()
+        self._local_scores: OrderedDict[PodRequests, ScoreMemo] = OrderedDict()
+        self._requests: dict[int, tuple[Resource, PodRequests]] = {}
         self._any_prefer_taints = False
         self._cpu_mem_positive = False
 
@@ -383,6 +396,7 @@ class NodeOrderPlugin:
         self._affinity_scores.clear()
         self._taint_counts.clear()
         self._image_scores.clear()
+        self._local_scores.clear()
 
     def _mirror(self) -> NodeMirror:
         assert self.mirror is not None, "nodeorder: session not open"
@@ -398,22 +412,22 @@ class NodeOrderPlugin:
     def batch_scores(self, task: TaskInfo, rows: IntArray) -> FloatArray:
         """Weighted sum of the batch scorers over `rows`, each normalised over exactly these rows."""
         w = self.weights
-        total = np.zeros(len(rows), dtype=np.int64)
         if len(rows) == 0:
-            return total.astype(np.float64)
-        req = pod_requests(task)
-        if w.least_requested:
-            total += self.resource_scores(req, rows, most=False) * w.least_requested
-        if w.most_requested:
-            total += self.resource_scores(req, rows, most=True) * w.most_requested
-        if w.balanced_resource and not req.best_effort:
-            total += self.balanced_scores(req, rows) * w.balanced_resource
+            return np.zeros(0, dtype=np.float64)
+        req = self.requests_of(task)
+        if w.least_requested or w.most_requested or (w.balanced_resource and not req.best_effort):
+            total = self.node_local_scores(req, rows)  # a fresh array
+        else:
+            total = np.zeros(len(rows), dtype=np.int64)
         if w.node_affinity:
             raw = self.node_affinity_raw(task.pod)
             if raw is not None:
                 total += default_normalize(raw[rows], reverse=False) * w.node_affinity
         if w.taint_toleration:
-            total += self.taint_scores(task.pod, rows) * w.taint_toleration
+            if self._any_prefer_taints:
+                total += self.taint_scores(task.pod, rows) * w.taint_toleration
+            else:
+                total += MAX_NODE_SCORE * w.taint_toleration  # every node scores 100
         if w.pod_affinity:
             topo = self.interpod_topology(task)
             if topo:
@@ -423,6 +437,50 @@ class NodeOrderPlugin:
             if spread is not None:
                 total += spread * w.pod_topology_spread
         return total.astype(np.float64)
+
+    def requests_of(self, task: TaskInfo) -> PodRequests:
+        """pod_requests, kept per request object."""
+        r = task.resreq
+        hit = self._requests.get(id(r))
+        if hit is not None and hit[0] is r:
+            return hit[1]
+        req = pod_requests(task)
+        self._requests[id(r)] = (r, req)
+        return req
+
+    def node_local_scores(self, req: PodRequests, rows: IntArray) -> IntArray:
+        """Weighted least/most-requested and balanced scores: each node's from its own figures only.
+
+        Kept per request in a `ScoreMemo` over all nodes; when one of `rows` is stale (its mirror
+        stamp moved: the node gained or lost a pod) every stale node is recomputed in one batch,
+        so equal requests share the work.
+        """
+        m = self._mirror()
+        memo = self._local_scores.get(req)
+        if memo is None:
+            memo = self._local_scores[req] = ScoreMemo(m.n)
+            if len(self._local_scores) > SIGNATURE_CACHE_SIZE:
+                self._local_scores.popitem(last=False)
+        else:
+            self._local_scores.move_to_end(req)
+        if (memo.stamp[rows] != m.stamp[rows]).any():
+            # Recompute every stale node at once: one batch now rather than one per later call.
+            sub = np.flatnonzero(memo.stamp != m.stamp)
+            memo.value[sub] = self.compute_local_scores(req, sub)
+            memo.stamp[sub] = m.stamp[sub]
+        out: IntArray = memo.value[rows]
+        return out
+
+    def compute_local_scores(self, req: PodRequests, rows: IntArray) -> IntArray:
+        w = self.weights
+        total = np.zeros(len(rows), dtype=np.int64)
+        if w.least_requested:
+            total += self.resource_scores(req, rows, most=False) * w.least_requested
+        if w.most_requested:
+            total += self.resource_scores(req, rows, most=True) * w.most_requested
+        if w.balanced_resource and not req.best_effort:
+            total += self.balanced_scores(req, rows) * w.balanced_resource
+        return total
 
     def spread_scores(self, task: TaskInfo, rows: IntArray) -> IntArray | None:
         """PodTopologySpread PreScore + Score + NormalizeScore over `rows` (None when it would Skip)."""
@@ -593,13 +651,14 @@ class NodeOrderPlugin:
         images = tuple(normalized_image_name(i) for i in task.pod.images)
         scores = self._image_scores.get(images)
         if scores is None:
-            scores = self._image_all_nodes(images)
+            # Weighted and converted once for every node; a call gathers its rows.
+            scores = (self._image_all_nodes(images) * self.weights.image_locality).astype(np.float64)
             self._image_scores[images] = scores
             if len(self._image_scores) > SIGNATURE_CACHE_SIZE:
                 self._image_scores.popitem(last=False)
         else:
             self._image_scores.move_to_end(images)
-        out: FloatArray = (scores[rows] * self.weights.image_locality).astype(np.float64)
+        out: FloatArray = scores[rows]
         return out
 
     def _image_all_nodes(self, images: tuple[str, ...]) -> IntArray:

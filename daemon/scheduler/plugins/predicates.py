@@ -46,7 +46,7 @@ from __future__ import annotations
 import json
 import weakref
 from collections import OrderedDict
-from collections.abc import Iterable, Mapping
+from collections.abc import Hashable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -223,8 +223,11 @@ class NodeMirror:
     first use and then kept in step, so that PreFilter / PreScore cost O(pairs), not O(pods).
     """
 
-    def __init__(self, nodes: list[NodeInfo]) -> None:
+    def __init__(self, nodes: list[NodeInfo], stamp: IntArray | None = None) -> None:
         n = self.n = len(nodes)
+        # Per-row change stamps, bumped on every add/remove (the session's NodeTable.version, so
+        # per-row memos see mirror changes as row changes).
+        self.stamp: IntArray = np.zeros(n, dtype=np.int64) if stamp is None else stamp
         self.node_names = [nd.name for nd in nodes]
         self.node_labels: list[Mapping[str, str]] = [nd.facts.labels for nd in nodes]
         self.labels = NodeLabelTable(self.node_labels, self.node_names)
@@ -319,6 +322,7 @@ class NodeMirror:
             self._index_labels(task, True)
         self._update_watches(task, row, 1)
         self.version += 1
+        self.stamp[row] += 1
 
     def remove(self, task: TaskInfo, row: int) -> None:
         """NodeInfo.RemovePod: unknown pods are ignored (Kubernetes returns an error)."""
@@ -338,6 +342,7 @@ class NodeMirror:
             self._index_labels(held, False)
         self._update_watches(held, row, -1)
         self.version += 1
+        self.stamp[row] += 1
 
     def _add_ports(self, uid: str, row: int, pod: PodFacts) -> None:
         """HostPortInfo.Add for each host port of the pod (a set per node: ip -> protocol/port)."""
@@ -588,7 +593,7 @@ def node_mirror(ssn: Session) -> NodeMirror:
     """The session's k8s NodeInfo snapshot, built at first use (session open)."""
     m = _MIRRORS.get(ssn)
     if m is None:
-        m = NodeMirror(ssn.node_list)
+        m = NodeMirror(ssn.node_list, ssn.table.version)
         _MIRRORS[ssn] = m
     return m
 
@@ -844,6 +849,7 @@ class PredicatesPlugin:
         ssn.add_event_handler(EventHandler(allocate=on_allocate, deallocate=on_deallocate))
         ssn.register(cb.PRE_PREDICATE, NAME, self.pre_predicate)
         ssn.register(cb.PREDICATE, NAME, self.predicate, self.predicate_batch)
+        ssn.table.row_local[NAME] = self.row_local_key
         ssn.register(cb.SIMULATE_ADD_TASK, NAME, self.simulate_add_task)
         ssn.register(cb.SIMULATE_REMOVE_TASK, NAME, self.simulate_remove_task)
         ssn.register(cb.SIMULATE_PREDICATE, NAME, self.simulate_predicate)
@@ -853,6 +859,24 @@ class PredicatesPlugin:
         self._spread.clear()
         self._stable.clear()
         self._templates.clear()
+
+    def row_local_key(self, task: TaskInfo) -> Hashable | None:
+        """What the filters read from `task` when each node's verdict depends on that node alone.
+
+        The node-local filters (pod count, stable filters, host ports) qualify; InterPodAffinity
+        and PodTopologySpread read counts over other nodes, and the template cache (predicate
+        cache) depends on which nodes earlier pods examined: a task using any of them gets None.
+        The skip sets are read as PrePredicate left them (it runs before the search).
+        """
+        sw = self.switches
+        if sw.pod_affinity and task.uid not in self._ipa_skipped:
+            return None
+        if sw.topology_spread and task.uid not in self._spread_skipped:
+            return None
+        pod = task.pod
+        if sw.cache and pod.annotations.get(TEMPLATE_UID_KEY, ""):
+            return None
+        return (self._signature(pod), pod.host_ports if sw.node_ports else ())
 
     # ----------------------------------------------------------------- PrePredicate
     def pre_predicate(self, task: TaskInfo) -> Exception | None:
