@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from collections.abc import Callable, Hashable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import numpy.typing as npt
@@ -55,6 +55,7 @@ class NodeTable:
         self.dims: list[str] = [CPU, MEMORY, *sorted(scalar_names)]
         self.col: dict[str, int] = {d: i for i, d in enumerate(self.dims)}
         self.nodes = nodes
+        self._zeros: list[float] = [0.0] * (len(self.dims) - 2)
         self._req_cache: dict[int, tuple[Resource, list[int], list[float]]] = {}
         self._thr_cache: dict[tuple[int, int], tuple[list[int], list[float], FloatArray]] = {}
         self.names: list[str] = [n.name for n in nodes]
@@ -95,13 +96,23 @@ class NodeTable:
                 v[c] = value
         return v
 
+    def values(self, r: Resource) -> list[Any]:
+        """`vector` as a plain list (assigned to a row in one step)."""
+        v: list[Any] = [r.cpu, r.memory, *self._zeros]
+        if r.scalars:
+            col = self.col
+            for name, value in r.scalars.items():
+                c = col.get(name)
+                if c is not None:
+                    v[c] = value
+        return v
+
     def refresh(self, node: NodeInfo) -> None:
         i = node.index
-        idle, rel, pip = node.idle, node.releasing, node.pipelined
-        self.idle[i] = self.vector(idle)
-        self.used[i] = self.vector(node.used)
-        self.releasing[i] = self.vector(rel)
-        self.pipelined[i] = self.vector(pip)
+        self.idle[i] = self.values(node.idle)
+        self.used[i] = self.values(node.used)
+        self.releasing[i] = self.values(node.releasing)
+        self.pipelined[i] = self.values(node.pipelined)
         self.future_idle[i] = self.idle[i] + self.releasing[i] - self.pipelined[i]
         self.pod_count[i] = len(node.tasks)
         self.version[i] += 1
