@@ -34,13 +34,15 @@ from store.events import EVENT_TYPES, CycleClosed, CycleOpened
 from store.index import DECISION_TYPES
 from store.log import LogError, StoredEvent
 
-__all__ = ["MAX_LIMIT", "TOKEN_KEY", "VIEW_KEY", "build_app"]
+__all__ = ["MAX_LIMIT", "TOKEN_KEY", "VIEW_KEY", "WORKER_HEADER", "build_app"]
 
 log = logging.getLogger("fumarole.api")
 
 VIEW_KEY: web.AppKey[DaemonView] = web.AppKey("view", DaemonView)
 TOKEN_KEY: web.AppKey[str] = web.AppKey("token", str)
 OPENAPI_KEY: web.AppKey[bytes] = web.AppKey("openapi", bytes)
+WORKER_KEY: web.AppKey[str] = web.AppKey("worker", str)
+WORKER_HEADER = "X-Fumarole-Worker"
 
 DEFAULT_LIMIT = 100
 MAX_LIMIT = 1000
@@ -150,7 +152,8 @@ def _next(rows: list[StoredEvent], limit: int) -> int | None:
 
 
 async def healthz(request: web.Request) -> web.Response:
-    return _json(Health(status="ok"))
+    worker = request.app[WORKER_KEY]
+    return _json(Health(status="ok"), headers={WORKER_HEADER: worker} if worker else None)
 
 
 async def readyz(request: web.Request) -> web.Response:
@@ -394,11 +397,15 @@ async def node(request: web.Request) -> web.Response:
 # ----------------------------------------------------------------------------- the application
 
 
-def build_app(view: DaemonView, *, token: str = "", max_body_bytes: int = 1_048_576) -> web.Application:
-    """The API over `view`; POST /v1/events needs `token` as a bearer token ("" = writes refused)."""
+def build_app(
+    view: DaemonView, *, token: str = "", max_body_bytes: int = 1_048_576, worker: str = ""
+) -> web.Application:
+    """The API over `view`; POST /v1/events needs `token` as a bearer token ("" = writes refused);
+    a non-empty `worker` (the serving process's id) is sent back by GET /healthz as X-Fumarole-Worker."""
     app = web.Application(client_max_size=max_body_bytes, middlewares=[_errors])
     app[VIEW_KEY] = view
     app[TOKEN_KEY] = token
+    app[WORKER_KEY] = worker
     app[OPENAPI_KEY] = msgspec.json.encode(openapi_document())
     r = app.router
     r.add_get("/healthz", healthz)

@@ -2,7 +2,11 @@
 
 serve: opens the log read-only, rebuilds the projection (newest snapshot + tail), serves the API
 on --listen and follows the log's tail as another process appends; POST /v1/events answers 403.
-Listening beyond loopback needs --allow-remote.  Stops on SIGTERM/SIGINT (exit 0).
+Listening beyond loopback needs --allow-remote.  Stops on SIGTERM/SIGINT (exit 0).  With
+--workers N > 1 the process is a supervisor: it reserves the port, starts N worker processes
+(`fumarole serve ... --worker-of PID`, each a whole read-only server of its own) that listen on it
+with SO_REUSEPORT (the kernel spreads connections among them), forwards SIGTERM/SIGINT to them,
+and stops them all and exits 1 when one dies on its own.
 
 explain: the same explanation as GET /v1/jobs/{namespace}/{name}, from the log, for humans
 (--format json prints the API's JSON).  Exit 0 when the job is known, 1 when it is not, 2 on bad
@@ -40,6 +44,13 @@ def add_parsers(sub: Any) -> None:
         "--listen", default="127.0.0.1:8321", help="HOST:PORT (default 127.0.0.1:8321; port 0 = any)"
     )
     s.add_argument("--allow-remote", action="store_true", help="allow --listen beyond loopback")
+    s.add_argument(
+        "--workers",
+        type=int,
+        default=1,
+        help="worker processes sharing the port with SO_REUSEPORT, each with its own projection (default 1)",
+    )
+    s.add_argument("--worker-of", type=int, default=0, help=argparse.SUPPRESS)  # internal: supervisor pid
     s.set_defaults(func=cmd_serve)
 
     e = sub.add_parser(
@@ -134,6 +145,10 @@ def render_explanation(d: JobDetail) -> str:
 # ----------------------------------------------------------------------------- serve
 
 
+WORKER_READY = b"fumarole-serve-worker-ready"
+STOP_GRACE_S = 30.0
+
+
 def cmd_serve(args: argparse.Namespace) -> int:
     import anyio
 
@@ -148,10 +163,14 @@ def cmd_serve(args: argparse.Namespace) -> int:
         return _error(
             f"--listen {args.listen} is beyond loopback; pass --allow-remote to ask for it explicitly"
         )
+    if args.workers < 1:
+        return _error(f"--workers must be at least 1, got {args.workers}")
     if not Path(args.db).is_file():
         return _error(f"{args.db}: no such file")
+    if args.workers > 1 and not args.worker_of:
+        return _supervise(args.db, host, port, args.workers)
     try:
-        anyio.run(_serve, args.db, host, port)
+        anyio.run(_serve, args.db, host, port, args.worker_of)
     except LogError as e:
         return _error(str(e))
     except OSError as e:
@@ -160,7 +179,12 @@ def cmd_serve(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-async def _serve(db: str, host: str, port: int) -> None:
+async def _serve(db: str, host: str, port: int, worker_of: int = 0) -> None:
+    """One server process: the whole API over its own projection of the log.  A worker
+    (`worker_of` = the supervisor's pid) listens with SO_REUSEPORT, tells the supervisor it is
+    ready on stdout, stops on SIGTERM only (the supervisor handles SIGINT) and stops by itself
+    when the supervisor is gone."""
+    import os
     import signal
 
     import anyio
@@ -169,18 +193,27 @@ async def _serve(db: str, host: str, port: int) -> None:
     from api.app import build_app
     from daemon.runtime.api_view import ReadOnlyView
 
+    if worker_of:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)  # a terminal's ^C reaches the supervisor too
     view = await ReadOnlyView.open(db)
-    runner = web.AppRunner(build_app(view), access_log=None)
+    runner = web.AppRunner(build_app(view, worker=str(os.getpid())), access_log=None)
     try:
         await runner.setup()
-        site = web.TCPSite(runner, host, port)
+        site = web.TCPSite(runner, host, port, reuse_port=bool(worker_of))
         await site.start()
-        sockets = getattr(site._server, "sockets", None) or []
-        bound = sockets[0].getsockname()[:2] if sockets else (host, port)
-        print(f"REST API on http://{bound[0]}:{bound[1]} (read-only, {db})", flush=True)
+        if worker_of:
+            sys.stdout.buffer.write(WORKER_READY + b"\n")
+            sys.stdout.buffer.flush()
+        else:
+            sockets = getattr(site._server, "sockets", None) or []
+            bound = sockets[0].getsockname()[:2] if sockets else (host, port)
+            print(f"REST API on http://{bound[0]}:{bound[1]} (read-only, {db})", flush=True)
         async with anyio.create_task_group() as tg:
             tg.start_soon(view.follow)
-            with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
+            if worker_of:
+                tg.start_soon(_watch_parent, worker_of, tg.cancel_scope)
+            stop_on = (signal.SIGTERM,) if worker_of else (signal.SIGTERM, signal.SIGINT)
+            with anyio.open_signal_receiver(*stop_on) as signals:
                 async for _ in signals:
                     break
             tg.cancel_scope.cancel()
@@ -188,3 +221,154 @@ async def _serve(db: str, host: str, port: int) -> None:
         with anyio.CancelScope(shield=True):
             await runner.cleanup()
             await view.close()
+
+
+async def _watch_parent(parent: int, scope: Any, poll: float = 1.0) -> None:
+    """Cancel `scope` once the supervisor `parent` is no longer this process's parent (it died)."""
+    import os
+
+    import anyio
+
+    while os.getppid() == parent:
+        await anyio.sleep(poll)
+    print(f"fumarole: serve worker {os.getpid()}: the supervisor {parent} is gone; stopping", file=sys.stderr)
+    scope.cancel()
+
+
+# ----------------------------------------------------------------------------- serve --workers N
+
+
+def _reserve_port(host: str, port: int) -> Any:
+    """A bound (not listening) SO_REUSEPORT socket on host:port: it chooses the port when `port` is 0
+    and keeps it ours until the workers listen on it with SO_REUSEPORT as well."""
+    import socket
+
+    family, kind, proto, _, addr = socket.getaddrinfo(
+        host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
+    )[0]
+    sock = socket.socket(family, kind, proto)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
+        sock.bind(addr)
+    except BaseException:
+        sock.close()
+        raise
+    return sock
+
+
+def _describe_exit(rc: int) -> str:
+    import signal
+
+    if rc < 0:
+        try:
+            return f"was killed by {signal.Signals(-rc).name}"
+        except ValueError:
+            return f"was killed by signal {-rc}"
+    return f"exited with code {rc}"
+
+
+def _supervise(db: str, host: str, port: int, workers: int) -> int:
+    """`fumarole serve --workers N`: start N workers on one SO_REUSEPORT port, announce the address
+    once all are ready, forward SIGTERM/SIGINT (exit 0 once they stopped); a worker that exits on its
+    own stops the others (exit 1; 2 when a worker refused its input during start-up)."""
+    import os
+    import selectors
+    import signal
+    import subprocess
+    import time
+
+    try:
+        reserved = _reserve_port(host, port)
+    except OSError as e:
+        print(f"fumarole: error: {e}", file=sys.stderr)
+        return 1
+    port = int(reserved.getsockname()[1])
+    listen = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+    received: list[int] = []
+
+    def on_signal(signum: int, frame: Any) -> None:
+        received.append(signum)
+
+    previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGTERM, signal.SIGINT)}
+    cmd = [sys.executable, "-m", "daemon.cli", "serve", "--db", db, "--listen", listen]
+    cmd += ["--allow-remote", "--worker-of", str(os.getpid())]  # the supervisor checked --listen
+    procs: list[subprocess.Popen[bytes]] = []
+    sel = selectors.DefaultSelector()
+    try:
+        for _ in range(workers):
+            p = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE)
+            procs.append(p)
+            assert p.stdout is not None
+            sel.register(p.stdout, selectors.EVENT_READ, p)
+        pending = {p.pid: b"" for p in procs}
+        announced = False
+        while True:
+            if received:
+                return _stop_workers(procs, signal.SIGTERM, graceful=True)
+            for i, p in enumerate(procs):
+                rc = p.poll()
+                if rc is not None:
+                    when = "after start-up" if announced else "during start-up"
+                    print(
+                        f"fumarole: error: serve worker {i + 1}/{workers} (pid {p.pid}) {_describe_exit(rc)} "
+                        f"{when}; stopping the other workers",
+                        file=sys.stderr,
+                        flush=True,
+                    )
+                    _stop_workers(procs, signal.SIGTERM, graceful=False)
+                    return EXIT_BAD_INPUT if rc == EXIT_BAD_INPUT and not announced else 1
+            if not pending:
+                if not announced:
+                    reserved.close()  # the workers hold the port now
+                    print(
+                        f"REST API on http://{host}:{port} (read-only, {db}, {workers} workers: "
+                        f"{' '.join(str(p.pid) for p in procs)})",
+                        flush=True,
+                    )
+                    announced = True
+                time.sleep(0.2)
+                continue
+            for key, _ in sel.select(timeout=0.2):
+                p = key.data
+                chunk = os.read(key.fd, 4096)
+                if not chunk:  # its stdout closed: it is exiting; poll() tells how
+                    sel.unregister(key.fileobj)
+                    continue
+                pending[p.pid] += chunk
+                if WORKER_READY in pending[p.pid]:
+                    del pending[p.pid]
+                    sel.unregister(key.fileobj)
+    finally:
+        sel.close()
+        reserved.close()
+        _stop_workers(procs, signal.SIGTERM, graceful=False)
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
+def _stop_workers(procs: list[Any], sig: int, *, graceful: bool) -> int:
+    """Send `sig` to the workers still running and wait for them (SIGKILL after STOP_GRACE_S);
+    EXIT_OK when every worker stopped cleanly (exit 0, or killed by `sig` before it could handle it)."""
+    import subprocess
+    import time
+
+    for p in procs:
+        if p.poll() is None:
+            p.send_signal(sig)
+    deadline = time.monotonic() + STOP_GRACE_S
+    clean = True
+    for p in procs:
+        try:
+            rc = p.wait(timeout=max(0.0, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            p.kill()
+            rc = p.wait()
+            clean = False
+        if rc not in (0, -sig):
+            clean = False
+        if p.stdout is not None:
+            p.stdout.close()
+    if graceful and not clean:
+        print("fumarole: error: a serve worker did not stop cleanly", file=sys.stderr, flush=True)
+    return EXIT_OK if clean or not graceful else 1
