@@ -7,20 +7,22 @@
    older one finishes (pods Succeeded then deleted), ~20 waiting jobs are explained
    (JobExplained with a predicates-failed reason over every node), queue figures every 10
    cycles, CycleClosed, ClockAdvanced.  `generate_s` / `generate_events_per_s`.
-2. `fumarole serve --db` over it in its own process (`serve_ready_s`: start-up, i.e. open, fold
-   the whole log, first answer).
+2. `fumarole serve --db [--workers N]` over it in its own process (`serve_ready_s`: start-up, i.e.
+   open, fold the whole log, first answer; with N > 1 workers, until all of them are ready).
 3. For `/v1/jobs/{ns}/{name}` and `/v1/decisions?job=`, `--clients` concurrent clients (aiohttp,
    keep-alive) each send `--requests` requests for jobs picked at random (seeded) among all
    jobs: p50 / p90 / p99 / max latency in ms, requests per second, and the server process's CPU
    time per request (`server_cpu_us_per_req`, from /proc: the figure least disturbed by other
-   work on the machine's cores).  The first request of a
-   kind after start-up also pays the one-time freeze of the projection; a warm-up round is run
-   and reported apart (`warmup_s`).
+   work on the machine's cores; with workers, the supervisor and all its workers, and
+   `worker_cpu_share`, each worker's part of it: how evenly the kernel spread the connections).
+   The first request of a kind after start-up also pays the one-time freeze of the projection;
+   a warm-up round is run and reported apart (`warmup_s`).
 
 With `--hot N`, `/v1/decisions?job=` is measured a second time over only N jobs asked round-robin
 (`decisions_hot`: a dashboard polling the same jobs; not the goal's figure).
 
 Usage: python bench/api.py [--events 1000000] [--clients 50] [--requests 200] [--db FILE] [--hot N]
+                          [--workers N]
 """
 
 from __future__ import annotations
@@ -333,22 +335,39 @@ def _cpu_s(pid: int) -> float | None:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+def _children(pid: int) -> list[int]:
+    """The processes whose parent is `pid` (the workers of `fumarole serve --workers N`), by pid."""
+    out = []
+    for d in Path("/proc").iterdir():
+        if d.name.isdigit():
+            try:
+                if int(Path(d, "stat").read_text().rsplit(")", 1)[1].split()[1]) == pid:
+                    out.append(int(d.name))
+            except (OSError, IndexError, ValueError):
+                continue
+    return sorted(out)
+
+
 async def load_measured(base: str, urls: list[str], clients: int, pid: int) -> dict[str, Any]:
-    """`load`, plus the server process's CPU time per request (`server_cpu_us_per_req`): unlike the
-    latencies, it hardly depends on what else the machine's cores are doing."""
-    before = _cpu_s(pid)
+    """`load`, plus the server's CPU time per request (`server_cpu_us_per_req`; the process and its
+    workers): unlike the latencies, it hardly depends on what else the machine's cores are doing."""
+    pids = [pid, *_children(pid)]
+    before = [_cpu_s(p) for p in pids]
     out = await load(base, urls, clients)
-    after = _cpu_s(pid)
-    if before is not None and after is not None:
-        out["server_cpu_us_per_req"] = round((after - before) / len(urls) * 1e6)
+    after = [_cpu_s(p) for p in pids]
+    used = [a - b for a, b in zip(after, before, strict=True) if a is not None and b is not None]
+    if len(used) == len(pids):
+        out["server_cpu_us_per_req"] = round(sum(used) / len(urls) * 1e6)
+        if len(pids) > 1 and sum(used[1:]) > 0:
+            out["worker_cpu_share"] = [round(u / sum(used[1:]), 2) for u in used[1:]]
     return out
 
 
-def _start_serve(db: str) -> tuple[subprocess.Popen[str], str, float]:
+def _start_serve(db: str, workers: int = 1) -> tuple[subprocess.Popen[str], str, float]:
     t0 = time.perf_counter()
     env = {k: v for k, v in os.environ.items() if not k.startswith(("OTEL_", "FUMAROLE_"))}
     proc = subprocess.Popen(
-        [FUMAROLE, "serve", "--db", db, "--listen", "127.0.0.1:0"],
+        [FUMAROLE, "serve", "--db", db, "--listen", "127.0.0.1:0", "--workers", str(workers)],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -364,8 +383,10 @@ def _start_serve(db: str) -> tuple[subprocess.Popen[str], str, float]:
     return proc, line.split()[3], time.perf_counter() - t0
 
 
-async def bench(db: str, clients: int, requests: int, jobs: int, seed: int, hot: int = 0) -> dict[str, Any]:
-    proc, base, started = _start_serve(db)
+async def bench(
+    db: str, clients: int, requests: int, jobs: int, seed: int, hot: int = 0, workers: int = 1
+) -> dict[str, Any]:
+    proc, base, started = _start_serve(db, workers)
     try:
         rng = random.Random(seed)
         picks = [rng.randrange(jobs) for _ in range(clients * requests)]
@@ -380,6 +401,7 @@ async def bench(db: str, clients: int, requests: int, jobs: int, seed: int, hot:
             "serve_ready_s": round(started, 2),
             "warmup_s": round(warm, 2),
             "clients": clients,
+            "workers": workers,
             "jobs": await load_measured(base, job_urls, clients, proc.pid),
             "decisions": await load_measured(base, dec_urls, clients, proc.pid),
         }
@@ -408,6 +430,9 @@ def main() -> None:
         default=0,
         help="also measure /v1/decisions?job= over only this many jobs, asked round-robin (decisions_hot)",
     )
+    ap.add_argument(
+        "--workers", type=int, default=1, help="fumarole serve --workers (SO_REUSEPORT worker processes)"
+    )
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         db = args.db or str(Path(tmp) / "bench.db")
@@ -430,7 +455,7 @@ def main() -> None:
         else:
             gen = asyncio.run(generate(db, args.events))
         jobs = int(gen["jobs"])
-        res = asyncio.run(bench(db, args.clients, args.requests, jobs, args.seed, args.hot))
+        res = asyncio.run(bench(db, args.clients, args.requests, jobs, args.seed, args.hot, args.workers))
     print(json.dumps({"log": gen, "api": res}), flush=True)
 
 
