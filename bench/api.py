@@ -14,7 +14,8 @@
    jobs: p50 / p90 / p99 / max latency in ms, requests per second, and the server process's CPU
    time per request (`server_cpu_us_per_req`, from /proc: the figure least disturbed by other
    work on the machine's cores; with workers, the supervisor and all its workers, and
-   `worker_cpu_share`, each worker's part of it: how evenly the kernel spread the connections).
+   `worker_cpu_share`, each worker's part of it: how evenly the kernel spread the connections),
+   and the load generator's own (`client_cpu_us_per_req`: it shares the cores with the server).
    The first request of a kind after start-up also pays the one-time freeze of the projection;
    a warm-up round is run and reported apart (`warmup_s`).
 
@@ -353,8 +354,11 @@ async def load_measured(base: str, urls: list[str], clients: int, pid: int) -> d
     workers): unlike the latencies, it hardly depends on what else the machine's cores are doing."""
     pids = [pid, *_children(pid)]
     before = [_cpu_s(p) for p in pids]
+    client_before = time.process_time()
     out = await load(base, urls, clients)
+    client = time.process_time() - client_before
     after = [_cpu_s(p) for p in pids]
+    out["client_cpu_us_per_req"] = round(client / len(urls) * 1e6)
     used = [a - b for a, b in zip(after, before, strict=True) if a is not None and b is not None]
     if len(used) == len(pids):
         out["server_cpu_us_per_req"] = round(sum(used) / len(urls) * 1e6)
