@@ -28,7 +28,10 @@ Folding rules (decisions and outcomes, what Volcano's cache does on its own writ
   decision's seq.
 * `PodGroupStatusChanged` replaces the PodGroup's status (phase, conditions, counts), as
   Volcano's cache keeps what its scheduler wrote.  A later `PodGroupUpserted` whose manifest
-  has a `status` replaces it (the API server's copy wins); one without `status` keeps it.  The
+  has a `status` with `conditions` replaces it (the API server's copy wins); one with a status
+  but no `conditions` (a source that does not report them, like the simulator marking a group
+  Completed) takes its phase and counts and keeps the conditions the scheduler wrote, so a
+  relisting after a restart changes nothing; one without `status` keeps it.  The
   status of a PodGroup made for a pod without group name (`podgroup-<uid>`) is dropped once
   no pod of that group is left and no PodGroup object of that name exists.
 * `JobExplained` records the job's explanation (an empty one removes it); `explanations()`
@@ -44,6 +47,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
+
+import msgspec
 
 from store.events import (
     BindDecided,
@@ -298,8 +303,17 @@ class ProjectionState:
             if self.binds and raw_has_node(manifest):
                 self.binds.pop(key, None)
         elif kind == "PodGroup" and isinstance(manifest, dict) and "status" in manifest:
-            self.pg_status.pop(key, None)
+            self._pg_status_from_manifest(key, manifest["status"])
         self._touch(kind, key)
+
+    def _pg_status_from_manifest(self, key: Key, status: Any) -> None:
+        written = self.pg_status.get(key)
+        if written is None or not isinstance(status, dict) or "conditions" in status:
+            self.pg_status.pop(key, None)
+            return
+        counts = {k: status[k] for k in ("running", "succeeded", "failed") if isinstance(status.get(k), int)}
+        phase = status.get("phase") if isinstance(status.get("phase"), str) else written.phase
+        self.pg_status[key] = msgspec.structs.replace(written, phase=phase, **counts)
 
     def _delete(self, kind: str, key: Key) -> None:
         old = self.objects[kind].pop(key, None)

@@ -1,40 +1,37 @@
-"""A synchronous, in-memory stand-in for the runtime: drive a Simulator with the real scheduling core.
+"""A synchronous, in-memory stand-in for the runtime: drive a Simulator with the daemon's own cycle.
 
-Each step is what the daemon does per schedule period, minus the database: build a
-snapshot of the simulator's objects (`daemon.manifests.build_snapshot`) with the PodGroup
-statuses the previous sessions wrote, run one session (`run_session`), append the cycle
-(CycleOpened, evictions, binds, PodGroupStatusChanged, CycleClosed) as one batch, hand
-each decision to the simulator's sink (appending outcome + facts as one batch), then
-advance the virtual clock (idle when the cycle changed nothing).  `Driver.log` holds
-every event a daemon would append, in log order, and `Driver.batches` where each batch
-ends, so tests can cut the log at any batch boundary and `Driver.restore` from it: that
-is the restart procedure the runtime follows (resume the adapter from the log, relist,
-re-forward the decisions without outcome, finish the interrupted cycle's clock advance).
+Each step is what the daemon does per schedule period, minus the database: freeze the
+projection (`daemon.cache.Projection`, folded from every event appended so far), run
+`daemon.runtime.cycle.decide` (the same function the session loop and replay call), append
+its events as one batch, hand each bind and eviction to the simulator's sink in log order
+(appending outcome + facts as one batch), then advance the virtual clock (idle when the cycle
+changed nothing).  `Driver.log` holds every event a daemon would append, in log order
+(sequence = position + 1), and `Driver.batches` where each batch ends, so tests can cut the
+log at any batch boundary and `Driver.restore` from it: that is the restart procedure the
+runtime follows (resume the adapter from the log, relist, re-forward the decisions without
+outcome, finish the interrupted cycle's clock advance).
 """
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass, field
 
 from daemon.adapters.simulator.engine import Simulator
-from daemon.manifests import build_snapshot
+from daemon.cache import Projection
+from daemon.runtime.cycle import CycleDecisions, decide
 from daemon.scheduler.framework.conf import SchedulerConf
-from daemon.scheduler.framework.run import PodGroupOutcome, SessionResult, run_session
-from daemon.scheduler.model.job import Condition
-from daemon.scheduler.model.snapshot import ClusterSnapshot
-from daemon.scheduler.model.task import TaskInfo
 from store.events import (
+    DECISIONS,
     BindDecided,
     BindFailed,
     BindSucceeded,
     ClockAdvanced,
-    CycleClosed,
     CycleOpened,
     EvictDecided,
     EvictFailed,
     EvictSucceeded,
     PodDeleted,
-    PodGroupConditionRecord,
     PodGroupStatusChanged,
     PodUpserted,
 )
@@ -55,22 +52,25 @@ class DriveSummary:
 
 
 class Driver:
-    """Runs `Simulator` + `run_session` in lockstep; `log` holds every event a daemon would append."""
+    """Runs `Simulator` + the daemon's cycle in lockstep; `log` holds every event a daemon would append."""
 
     def __init__(self, sim: Simulator, conf: SchedulerConf) -> None:
         self.sim = sim
         self.conf = conf
+        self.conf_hash = hashlib.sha256(conf.text.encode()).hexdigest()
+        self.projection = Projection()
         self.log: list[EventBase] = []
         self.batches: list[int] = []
         """Log positions where each appended batch ends (valid cut points)."""
         self.summary = DriveSummary()
-        self.statuses: dict[str, PodGroupOutcome] = {}
         self.started = False
         self.answered: set[int] = set()
 
     def _append(self, batch: list[EventBase]) -> None:
+        for ev in batch:
+            self.log.append(ev)
+            self.projection.fold(len(self.log), ev)
         if batch:
-            self.log.extend(batch)
             self.batches.append(len(self.log))
 
     def start(self) -> None:
@@ -81,24 +81,23 @@ class Driver:
     def restore(cls, sim: Simulator, conf: SchedulerConf, log: list[EventBase]) -> Driver:
         """A driver restarted on a log cut at a batch boundary, with `sim` a fresh simulator.
 
-        Resumes the simulator from the log's observed and outcome events, rebuilds the
-        PodGroup statuses and the cycle count, appends a relisting, forwards the decisions
-        that have no outcome yet and, if the last cycle's clock advance is missing, does it.
+        Folds the log into the projection, resumes the simulator from the log's observed and
+        outcome events, appends a relisting, forwards the decisions that have no outcome yet
+        and, if the last cycle's clock advance is missing, does it.
         """
         d = cls(sim, conf)
-        d.log = list(log)
+        d._append(list(log))
         d.batches = [len(log)] if log else []
-        sim.resume([e for e in log if not isinstance(e, _DECISIONS)])
+        sim.resume([e for e in log if not isinstance(e, DECISIONS)])
         d.started = True
+        d.summary.cycles = d.projection.last_cycle
         last_cycle_at = -1
         changed = False
         for i, e in enumerate(log):
             if isinstance(e, CycleOpened):
-                d.summary.cycles = e.cycle
                 last_cycle_at = i
                 changed = False
             elif isinstance(e, PodGroupStatusChanged):
-                d.statuses[f"{e.namespace}/{e.name}"] = _outcome(e)
                 changed = True
             elif isinstance(e, PodUpserted | PodDeleted) and last_cycle_at >= 0:
                 changed = True  # a fact the last cycle's decisions brought back
@@ -106,9 +105,9 @@ class Driver:
                 d.answered.add(e.decision_seq)
         d._append(list(sim.initial_events_sync()))
         pending = [
-            (i, e)
+            (i + 1, e)
             for i, e in enumerate(log)
-            if isinstance(e, BindDecided | EvictDecided) and i not in d.answered
+            if isinstance(e, BindDecided | EvictDecided) and i + 1 not in d.answered
         ]
         for seq, dec in pending:
             changed |= d.forward(seq, dec)
@@ -117,89 +116,32 @@ class Driver:
             d._append(list(sim.advance(idle=not changed)))
         return d
 
-    def snapshot(self) -> ClusterSnapshot:
-        """The cluster now, with the PodGroup statuses the sessions wrote (as the daemon's cache holds it)."""
-        snap = build_snapshot(self.sim.objects())
-        for uid, job in snap.jobs.items():
-            st = self.statuses.get(uid)
-            if st is None:
-                continue
-            # The simulator's Completed (a fact) wins over an older phase; the conditions and
-            # counts the scheduler wrote are kept either way, or the session would find the
-            # status changed every cycle and the run would never be idle.
-            if job.status.phase != "Completed":
-                job.status.phase = st.phase
-            job.status.conditions = list(st.conditions)
-            job.status.running = st.running
-            job.status.succeeded = st.succeeded
-            job.status.failed = st.failed
-        snap.now = self.sim.now_ms / 1000
-        snap.session_id = f"cycle-{self.summary.cycles + 1}"
-        return snap
-
-    def step(self) -> SessionResult:
-        """One cycle: session, decisions applied (evictions, then binds in bind order), clock advanced."""
+    def step(self) -> CycleDecisions:
+        """One cycle: decide, forward the binds and evictions in log order, advance the clock."""
         if not self.started:
             self.start()
-        snap = self.snapshot()
-        tasks: dict[str, TaskInfo] = {t.key: t for j in snap.jobs.values() for t in j.tasks.values()}
-        result = run_session(snap, self.conf, explain=False)
-        self.summary.cycles += 1
-        cycle = self.summary.cycles
-        changed = bool(result.changed_podgroups)
-        batch: list[EventBase] = [
-            CycleOpened(
-                cycle=cycle, watermark=len(self.log) - 1, now_ms=self.sim.now_ms, conf_hash=self.conf.digest
-            )
-        ]
-        decisions: list[BindDecided | EvictDecided] = []
-        for ev in result.evictions:
-            t = tasks[ev.task]
-            job = snap.jobs[t.job]
-            decisions.append(
-                EvictDecided(
-                    cycle=cycle,
-                    namespace=t.namespace,
-                    name=t.name,
-                    uid=t.uid,
-                    node=ev.node,
-                    job=t.job,
-                    queue=job.queue,
-                    action=ev.action,
-                    reason=ev.reason,
-                )
-            )
-            self.summary.evictions[ev.action] = self.summary.evictions.get(ev.action, 0) + 1
-        for key in result.bind_order:
-            if key not in result.binds:
-                continue
-            t = tasks[key]
-            decisions.append(
-                BindDecided(
-                    cycle=cycle,
-                    namespace=t.namespace,
-                    name=t.name,
-                    uid=t.uid,
-                    node=result.binds[key],
-                    job=t.job,
-                    queue=snap.jobs[t.job].queue,
-                )
-            )
-        seqs = []
-        for d in decisions:
-            seqs.append(len(self.log) + len(batch))
-            batch.append(d)
-        for uid in result.changed_podgroups:
-            pg = result.podgroups[uid]
-            self.statuses[uid] = pg
-            ns, name = uid.split("/", 1)
-            batch.append(_status_event(cycle, ns, name, pg))
-        batch.append(CycleClosed(cycle=cycle, binds=len(result.binds), evictions=len(result.evictions)))
-        self._append(batch)
-        for seq, d in zip(seqs, decisions, strict=True):
-            changed |= self.forward(seq, d)
+        p = self.projection
+        cycle = self.summary.cycles + 1
+        out = decide(
+            p.freeze(cycle=cycle),
+            self.conf,
+            cycle=cycle,
+            watermark=p.seq,
+            conf_hash=self.conf_hash,
+            previous=p.explanations(),
+            previous_queues=p.queue_figures_in_force(),
+        )
+        self.summary.cycles = cycle
+        first = len(self.log) + 1
+        self._append(list(out.events))
+        changed = bool(out.result.changed_podgroups)
+        for offset, ev in enumerate(out.events):
+            if isinstance(ev, EvictDecided):
+                self.summary.evictions[ev.action] = self.summary.evictions.get(ev.action, 0) + 1
+            if isinstance(ev, BindDecided | EvictDecided):
+                changed |= self.forward(first + offset, ev)
         self._append(list(self.sim.advance(idle=not changed)))
-        return result
+        return out
 
     def forward(self, seq: int, decision: BindDecided | EvictDecided) -> bool:
         """Hand one logged decision to the simulator; log its outcome and facts. True if facts came back."""
@@ -223,38 +165,3 @@ class Driver:
                 raise RuntimeError(f"simulation did not drain within {max_cycles} cycles")
             self.step()
         return self.summary
-
-
-_DECISIONS = (CycleOpened, CycleClosed, BindDecided, EvictDecided, PodGroupStatusChanged)
-
-
-def _status_event(cycle: int, ns: str, name: str, pg: PodGroupOutcome) -> PodGroupStatusChanged:
-    return PodGroupStatusChanged(
-        cycle=cycle,
-        namespace=ns,
-        name=name,
-        phase=pg.phase,
-        running=pg.running,
-        succeeded=pg.succeeded,
-        failed=pg.failed,
-        conditions=tuple(
-            PodGroupConditionRecord(
-                type_=c.type,
-                status=c.status,
-                reason=c.reason,
-                message=c.message,
-                transition_id=c.transition_id,
-            )
-            for c in pg.conditions
-        ),
-    )
-
-
-def _outcome(e: PodGroupStatusChanged) -> PodGroupOutcome:
-    return PodGroupOutcome(
-        phase=e.phase,
-        conditions=[Condition(c.type_, c.status, c.reason, c.message, c.transition_id) for c in e.conditions],
-        running=e.running,
-        succeeded=e.succeeded,
-        failed=e.failed,
-    )
