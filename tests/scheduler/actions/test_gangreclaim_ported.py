@@ -21,8 +21,8 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from fumarole_sched_kit import mk_conf, mk_job, mk_node, mk_queue, mk_snapshot, mk_task, open_session
 
-from daemon.scheduler.actions import gangreclaim
-from daemon.scheduler.actions.gangpreempt import pick_domains_from_gradients
+from daemon.scheduler.actions import gang_eviction, gangreclaim
+from daemon.scheduler.actions.gang_eviction import pick_domains_from_gradients
 from daemon.scheduler.actions.victims import flatten_bundles, sum_resreq
 from daemon.scheduler.framework import combinators as cb
 from daemon.scheduler.framework.session import Session
@@ -39,7 +39,7 @@ def test_pick_domains_from_gradients_max_domains_and_dedup() -> None:
 def test_pick_domains_from_gradients_fallback() -> None:
     fallback = "<cluster-top-hypernode>"
     assert pick_domains_from_gradients([], 8, fallback) == [fallback]
-    assert fallback == gangreclaim.CLUSTER_DOMAIN
+    assert fallback == gang_eviction.CLUSTER_DOMAIN
 
 
 # --------------------------------------------------------------------------- arguments
@@ -54,7 +54,7 @@ def test_parse_arguments() -> None:
 def test_parse_arguments_invalid_max_domains_falls_back_to_default(value: int) -> None:
     action = gangreclaim.new()
     action.parse_arguments({"maxDomains": value}, {})
-    assert action.max_domains == gangreclaim.DEFAULT_MAX_DOMAINS == 8
+    assert action.max_domains == gang_eviction.DEFAULT_MAX_DOMAINS == 8
     assert action.warnings  # Volcano logs a warning
 
 
