@@ -13,17 +13,16 @@ from typing import TYPE_CHECKING
 
 import anyio
 
-from store.events import BindDecided, Event, EvictDecided
+from store.events import BindDecided, BindFailed, Event, EvictDecided, EvictFailed
 
 if TYPE_CHECKING:
     from daemon.adapters.base import ClusterSink
     from daemon.runtime.writer import Writer
-    from store.log import EventLog
+    from store.log import EventLog, StoredEvent
 
 log = logging.getLogger("fumarole.dispatch")
 
 CONSUMER = "dispatcher"
-DECISION_TYPES = ("decision.bind", "decision.evict")
 
 
 class Dispatcher:
@@ -54,7 +53,7 @@ class Dispatcher:
                 continue
             await self.handle(rows)
 
-    async def handle(self, rows: list) -> None:  # type: ignore[type-arg]
+    async def handle(self, rows: list[StoredEvent]) -> None:
         out: list[Event] = []
         for row in rows:
             ev = row.event
@@ -63,9 +62,9 @@ class Dispatcher:
                 out.append(outcome)
                 out.extend(observed)
                 self.forwarded += 1
-                if type(outcome).__name__.endswith("Failed"):
+                if isinstance(outcome, BindFailed | EvictFailed):
                     self.failed += 1
-                    log.warning("%s failed: %s", row.type, getattr(outcome, "reason", ""))
+                    log.warning("%s failed: %s", row.type, outcome.reason)
         last = rows[-1].seq
         # Only a batch that forwarded something writes its checkpoint (with the outcomes); rows
         # without decisions are simply passed over (re-reading them after a restart is harmless).

@@ -27,7 +27,7 @@ from daemon.runtime.session_loop import CycleRunner, CycleSummary
 from daemon.runtime.settings import Settings, split_listen
 from daemon.runtime.systemd import Notifier
 from daemon.runtime.writer import Writer
-from store.events import OBSERVED, OUTCOMES, BindDecided, EvictDecided
+from store.events import OBSERVED, OUTCOMES, BindDecided, ClockAdvanced, EvictDecided
 from store.sqlite import SqliteEventLog
 
 if TYPE_CHECKING:
@@ -180,7 +180,7 @@ class Service:
             self._account(summary)
             if summary.last_decision_seq:
                 await dispatcher.wait_until(summary.last_decision_seq)
-            changed = any(type(e).__name__ != "ClockAdvanced" for e in advanced)
+            changed = any(not isinstance(e, ClockAdvanced) for e in advanced)
             idle = not summary.decided and not changed
             await self._save_snapshot(event_log, runner.projection)
             self._progress(sim, runner, summary)
