@@ -98,9 +98,10 @@ class Service:
 
     async def run(self) -> int:
         s = self.settings
-        Path(s.data_dir).mkdir(parents=True, exist_ok=True)
+        # Inputs are checked before anything is created: bad input changes nothing on disk.
         conf = ConfWatcher(s.scheduler_conf or None)
         adapter = self._make_adapter()
+        Path(s.data_dir).mkdir(parents=True, exist_ok=True)
         event_log = await SqliteEventLog.open(str(s.db_path))
         try:
             return await self._run_with_log(event_log, conf, adapter)

@@ -187,3 +187,24 @@ def test_bad_settings_exit_2(tmp_path: Path, bad: str) -> None:
     p = run_daemon("--data-dir", str(tmp_path / "d"), bad, "--no-api", timeout=60)
     assert p.returncode == 2, p.stdout + p.stderr
     assert "fumarole: error:" in p.stderr
+
+
+def test_bad_workload_or_conf_exit_2_and_create_nothing(tmp_path: Path) -> None:
+    c, _ = write_small_sim(tmp_path, jobs=1)
+    bad_workload = tmp_path / "bad.yaml"
+    bad_workload.write_text(
+        "apiVersion: batch.volcano.sh/v1alpha1\nkind: Job\n"
+        "metadata: {name: x, namespace: a, annotations: {fumarole.io/submit-at: soon}}\nspec: {tasks: []}\n"
+    )
+    bad_conf = tmp_path / "sched.yaml"
+    bad_conf.write_text('actions: "enqueue, allocate"\ntiers:\n- plugins:\n  - nam: gang\n')
+    cases = [
+        (("--cluster", str(c), "--workload", str(bad_workload)), "fumarole.io/submit-at"),
+        (("--conf", str(bad_conf)), "tiers[0].plugins[0].name"),
+    ]
+    for i, (args, needle) in enumerate(cases):
+        data = tmp_path / f"data{i}"
+        p = run_daemon("--data-dir", str(data), *args, "--no-api", timeout=60)
+        assert p.returncode == 2, p.stdout + p.stderr
+        assert needle in p.stderr
+        assert not data.exists()
