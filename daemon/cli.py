@@ -14,30 +14,16 @@ EXIT_BAD_INPUT = 2
 
 
 def _read_conf(path: str | None):  # type: ignore[no-untyped-def]
-    from daemon.scheduler.framework.conf import DEFAULT_SCHEDULER_CONF, parse_conf
-    from daemon.scheduler.framework.registry import ACTIONS, KNOWN_UNIMPLEMENTED_ACTIONS, PLUGINS
+    from daemon.runtime.conf_watch import parse_scheduler_conf
+    from daemon.scheduler.framework.conf import DEFAULT_SCHEDULER_CONF
 
     if path is None:
-        text, source = DEFAULT_SCHEDULER_CONF, "<built-in default>"
-    else:
-        try:
-            text = Path(path).read_text()
-        except OSError as e:
-            raise InputError(f"{path}: cannot read the scheduler configuration: {e.strerror}") from e
-        source = path
-    conf = parse_conf(
-        text,
-        source=source,
-        known_actions=frozenset(ACTIONS) | KNOWN_UNIMPLEMENTED_ACTIONS,
-        known_plugins=frozenset(PLUGINS),
-    )
-    missing = [a for a in conf.actions if a not in ACTIONS]
-    if missing:
-        raise InputError(
-            f"{source}: actions: {', '.join(missing)} not implemented yet in this version of Fumarole "
-            f"(implemented: {', '.join(sorted(ACTIONS))})"
-        )
-    return conf
+        return parse_scheduler_conf(DEFAULT_SCHEDULER_CONF, "<built-in default>")
+    try:
+        text = Path(path).read_text()
+    except OSError as e:
+        raise InputError(f"{path}: cannot read the scheduler configuration: {e.strerror}") from e
+    return parse_scheduler_conf(text, path)
 
 
 class InputError(Exception):
