@@ -43,8 +43,7 @@ from store.events import (
     PodDeleted,
     PodGroupUpserted,
     PodUpserted,
-    PriorityClassUpserted,
-    QueueUpserted,
+    upserted,
 )
 from store.sqlite import SqliteEventLog
 
@@ -155,18 +154,11 @@ def _example_events() -> list[Any]:
     out: list[Any] = []
     for f, i, o in objs:
         for m in expand_job(f, i, o, priority_classes=pcs) if o["kind"] == "Job" else [o]:
-            kind, meta = m["kind"], m["metadata"]
-            name, ns = meta["name"], meta.get("namespace", "default")
-            if kind == "Node":
-                out.append(NodeUpserted(name=name, manifest=m, at_ms=0))
-            elif kind == "Queue":
-                out.append(QueueUpserted(name=name, manifest=m, at_ms=0))
-            elif kind == "PriorityClass":
-                out.append(PriorityClassUpserted(name=name, manifest=m, at_ms=0))
-            elif kind == "PodGroup":
-                out.append(PodGroupUpserted(namespace=ns, name=name, manifest=m, at_ms=0))
-            elif kind == "Pod" and not meta["name"].startswith(("bad-fit", "etl")):
-                out.append(PodUpserted(namespace=ns, name=name, manifest=m, at_ms=0))
+            if m["kind"] == "Namespace" or (
+                m["kind"] == "Pod" and m["metadata"]["name"].startswith(("bad-fit", "etl"))
+            ):
+                continue
+            out.append(upserted(m, 0))
     return out
 
 

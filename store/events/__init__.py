@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from store.events.base import EventBase
 from store.events.cluster import (
+    UPSERT_KINDS,
     ClockAdvanced,
     NamespaceDeleted,
     NamespaceUpserted,
@@ -29,6 +30,7 @@ from store.events.cluster import (
     ResourceQuotaUpserted,
     ResyncCompleted,
     ResyncStarted,
+    upserted,
 )
 from store.events.decisions import (
     BindDecided,
@@ -111,6 +113,7 @@ __all__ = [
     "EVENT_TYPES",
     "OBSERVED",
     "OUTCOMES",
+    "UPSERT_KINDS",
     "BindDecided",
     "BindFailed",
     "BindSucceeded",
@@ -153,4 +156,5 @@ __all__ = [
     "ResyncCompleted",
     "ResyncStarted",
     "event_type",
+    "upserted",
 ]

@@ -154,3 +154,36 @@ ObservedEvent = (
     | ResyncCompleted
     | ClockAdvanced
 )
+
+
+_CLUSTER_SCOPED: dict[str, type[EventBase]] = {
+    "Node": NodeUpserted,
+    "Queue": QueueUpserted,
+    "PriorityClass": PriorityClassUpserted,
+    "Namespace": NamespaceUpserted,
+}
+_NAMESPACED: dict[str, type[EventBase]] = {
+    "Pod": PodUpserted,
+    "PodGroup": PodGroupUpserted,
+    "ResourceQuota": ResourceQuotaUpserted,
+    "PodDisruptionBudget": PodDisruptionBudgetUpserted,
+}
+UPSERT_KINDS: tuple[str, ...] = tuple(sorted((*_CLUSTER_SCOPED, *_NAMESPACED)))
+
+
+def upserted(manifest: Manifest, at_ms: int = 0) -> ObservedEvent:
+    """The upsert event of a manifest, by its `kind` (namespaced kinds default to "default").
+
+    Raises ValueError naming the kind when no observed event carries it.
+    """
+    kind = manifest.get("kind")
+    meta = manifest.get("metadata") or {}
+    name = str(meta.get("name", ""))
+    if kind in _CLUSTER_SCOPED:
+        ev = _CLUSTER_SCOPED[kind](name=name, manifest=manifest, at_ms=at_ms)  # type: ignore[call-arg]
+    elif kind in _NAMESPACED:
+        ns = str(meta.get("namespace") or "default")
+        ev = _NAMESPACED[kind](namespace=ns, name=name, manifest=manifest, at_ms=at_ms)  # type: ignore[call-arg]
+    else:
+        raise ValueError(f"no observed event for kind {kind!r} (known: {', '.join(UPSERT_KINDS)})")
+    return ev  # type: ignore[return-value]

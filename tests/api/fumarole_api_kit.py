@@ -22,12 +22,8 @@ from store.events import (
     BindDecided,
     ClockAdvanced,
     ConfigurationRecorded,
-    NamespaceUpserted,
-    NodeUpserted,
-    PodGroupUpserted,
     PodUpserted,
-    PriorityClassUpserted,
-    QueueUpserted,
+    upserted,
 )
 from store.sqlite import SqliteEventLog
 
@@ -44,22 +40,7 @@ def observed(at: int) -> list[Any]:
     out: list[Any] = []
     for f, i, o in objs:
         items = expand_job(f, i, o, priority_classes=pcs) if o["kind"] == "Job" else [o]
-        for m in items:
-            meta = m["metadata"]
-            name, ns = meta["name"], meta.get("namespace", "default")
-            kind = m["kind"]
-            if kind == "Node":
-                out.append(NodeUpserted(name=name, manifest=m, at_ms=at))
-            elif kind == "Queue":
-                out.append(QueueUpserted(name=name, manifest=m, at_ms=at))
-            elif kind == "PriorityClass":
-                out.append(PriorityClassUpserted(name=name, manifest=m, at_ms=at))
-            elif kind == "PodGroup":
-                out.append(PodGroupUpserted(namespace=ns, name=name, manifest=m, at_ms=at))
-            elif kind == "Pod":
-                out.append(PodUpserted(namespace=ns, name=name, manifest=m, at_ms=at))
-            elif kind == "Namespace":
-                out.append(NamespaceUpserted(name=name, manifest=m, at_ms=at))
+        out.extend(upserted(m, at) for m in items)
     return out
 
 

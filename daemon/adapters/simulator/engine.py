@@ -36,20 +36,15 @@ from store.events import (
     EvictDecided,
     EvictFailed,
     EvictSucceeded,
-    NamespaceUpserted,
-    NodeUpserted,
     ObservedEvent,
     OutcomeEvent,
     PodDeleted,
-    PodDisruptionBudgetUpserted,
     PodGroupDeleted,
     PodGroupUpserted,
     PodUpserted,
-    PriorityClassUpserted,
-    QueueUpserted,
-    ResourceQuotaUpserted,
     ResyncCompleted,
     ResyncStarted,
+    upserted,
 )
 from store.events.base import EventBase
 
@@ -572,19 +567,4 @@ def _sources(objs: Sequence[Source] | Sequence[Mapping[str, Any]], file: str) ->
 
 
 def _upsert(o: Mapping[str, Any], at: int) -> ObservedEvent:
-    kind = o.get("kind")
-    meta = _meta(o)
-    name = str(meta.get("name"))
-    manifest = copy.deepcopy(dict(o))
-    if kind == "Node":
-        return NodeUpserted(name=name, manifest=manifest, at_ms=at)
-    if kind == "Queue":
-        return QueueUpserted(name=name, manifest=manifest, at_ms=at)
-    if kind == "PriorityClass":
-        return PriorityClassUpserted(name=name, manifest=manifest, at_ms=at)
-    if kind == "Namespace":
-        return NamespaceUpserted(name=name, manifest=manifest, at_ms=at)
-    ns = str(meta.get("namespace") or "default")
-    if kind == "PodDisruptionBudget":
-        return PodDisruptionBudgetUpserted(namespace=ns, name=name, manifest=manifest, at_ms=at)
-    return ResourceQuotaUpserted(namespace=ns, name=name, manifest=manifest, at_ms=at)
+    return upserted(copy.deepcopy(dict(o)), at)
