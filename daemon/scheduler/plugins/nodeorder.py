@@ -7,9 +7,14 @@ over the candidate nodes it is given, multiplied by its weight and summed (float
   (`mostrequested.weight`, 0): cpu:memory weights 50:50 and 1:1; requested = the node's
   *non-zero* requested (pods without a cpu / memory request count 100m / 200Mi) plus the
   pod's non-zero request;
-- NodeResourcesBalancedAllocation (`balancedresource.weight`, 1): standard deviation of the
-  requested/allocatable fractions of cpu, memory and nvidia.com/gpu (GPU only when the pod
-  asks for it and the node has it), on actual requests; skipped for best-effort pods;
+- NodeResourcesBalancedAllocation (`balancedresource.weight`, 1), as Kubernetes 1.36 (vendored
+  by Volcano at ed72c7c, kubernetes/kubernetes#135573) computes it: the *change in balance* the
+  pod makes.  Balance = (1 - std of the requested/allocatable fractions of cpu, memory and
+  nvidia.com/gpu) × 100, truncated (GPU only when the pod asks for it and the node has it), on
+  actual requests, once with the pod and once without; score = 50 + (50 + with - without) / 2
+  (75: unchanged, up to 100: improved, down to 50: worsened); skipped for best-effort pods.
+  Kubernetes ≤ 1.35 scored the balance after the pod alone; that formula made 21 random
+  differential cases bind to other nodes than Volcano;
 - NodeAffinity (`nodeaffinity.weight`, 2): sum of matching preferred terms' weights,
   DefaultNormalizeScore;
 - TaintToleration (`tainttoleration.weight`, 3): untolerated PreferNoSchedule taints,
@@ -228,6 +233,25 @@ def balanced_score(requested: Sequence[IntArray], allocatable: Sequence[IntArray
         dev = dev + (fracs[2] - mean) * (fracs[2] - mean)
         std = np.where(k == 3, np.sqrt(dev / 3), std)
     out: IntArray = ((1 - std) * float(MAX_NODE_SCORE)).astype(np.int64)
+    return out
+
+
+def two_resource_balance(cpu: IntArray, mem: IntArray, alloc_cpu: IntArray, alloc_mem: IntArray) -> IntArray:
+    """``balanced_score`` for cpu and memory on nodes whose allocatable of both is positive."""
+    f0 = np.minimum(cpu / alloc_cpu, 1.0)
+    f1 = np.minimum(mem / alloc_mem, 1.0)
+    out: IntArray = ((1 - np.abs((f0 - f1) / 2)) * float(MAX_NODE_SCORE)).astype(np.int64)
+    return out
+
+
+def balance_change_score(with_pod: IntArray, without_pod: IntArray) -> IntArray:
+    """Kubernetes 1.36 BalancedAllocation: MaxNodeScore/2 + (MaxNodeScore/2 + with - without) / 2.
+
+    Both inputs are in 50..100, so the dividend is never negative and Go's truncating
+    division equals floor division.
+    """
+    half = MAX_NODE_SCORE // 2
+    out: IntArray = half + (half + with_pod - without_pod) // 2
     return out
 
 
@@ -549,20 +573,30 @@ class NodeOrderPlugin:
         return weighted_resource_score(requested, allocatable, LEAST_ALLOCATED_WEIGHTS, least_requested_score)
 
     def balanced_scores(self, req: PodRequests, rows: IntArray) -> IntArray:
+        """BalancedAllocation of Kubernetes 1.36 (the version Volcano vendors): the change in balance.
+
+        The balance with the pod and without it are each ``balanced_score`` (int64, 50..100);
+        the node scores ``50 + (50 + with - without) // 2`` (75 when the pod leaves the balance
+        as it was, towards 100 when it improves it, towards 50 when it worsens it).
+        """
         m = self._mirror()
         assert self._alloc is not None
         alloc_cpu, alloc_mem, alloc_gpu = self._alloc
-        requested = [m.req_cpu[rows] + req.cpu, m.req_memory[rows] + req.memory]
+        held = [m.req_cpu[rows], m.req_memory[rows]]
         allocatable = [alloc_cpu[rows], alloc_mem[rows]]
         if req.gpu != 0:
-            requested.append(m.req_gpu[rows] + req.gpu)
+            held.append(m.req_gpu[rows])
             allocatable.append(alloc_gpu[rows])
-        elif self._cpu_mem_positive:
-            f0 = np.minimum(requested[0] / allocatable[0], 1.0)
-            f1 = np.minimum(requested[1] / allocatable[1], 1.0)
-            out: IntArray = ((1 - np.abs((f0 - f1) / 2)) * float(MAX_NODE_SCORE)).astype(np.int64)
-            return out
-        return balanced_score(requested, allocatable)
+        pod = [req.cpu, req.memory, req.gpu][: len(held)]
+        if req.gpu == 0 and self._cpu_mem_positive:
+            with_pod = two_resource_balance(
+                held[0] + pod[0], held[1] + pod[1], allocatable[0], allocatable[1]
+            )
+            without = two_resource_balance(held[0], held[1], allocatable[0], allocatable[1])
+        else:
+            with_pod = balanced_score([h + p for h, p in zip(held, pod, strict=True)], allocatable)
+            without = balanced_score(held, allocatable)
+        return balance_change_score(with_pod, without)
 
     def node_affinity_raw(self, pod: PodFacts) -> IntArray | None:
         """Sum of matching preferred node affinity weights for every node (None: no terms)."""

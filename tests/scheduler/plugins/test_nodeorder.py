@@ -182,7 +182,22 @@ def test_balanced_allocation_prefers_the_balanced_node() -> None:
         [mk_task("p1", 1000, GI)],
         only(balancedresource=10),
     )
-    assert scores(ssn, the(ssn, "p1")) == {"n1": 1000.0, "n2": 870.0}
+    # Kubernetes 1.36 scores the change in balance: both nodes are perfectly balanced before
+    # the pod (100); after it n1 still is (100 -> 75) and n2 is not (87 -> 50 + (50 + 87 - 100) // 2).
+    assert scores(ssn, the(ssn, "p1")) == {"n1": 750.0, "n2": 680.0}
+
+
+def test_balanced_allocation_rewards_a_pod_that_improves_the_balance() -> None:
+    # n1 holds a cpu-heavy pod (1 of 2 cpu, no memory): a memory-heavy pod improves its balance.
+    ssn, _ = open_session(
+        [mk_node("n1", 2000, 4 * GI), mk_node("n2", 2000, 4 * GI)],
+        [mk_task("hog", 1000, 0, node="n1"), mk_task("p1", 100, 2 * GI)],
+        only(balancedresource=1),
+    )
+    got = scores(ssn, the(ssn, "p1"))
+    # n1: before |0.5 - 0| / 2 -> 75, after |0.55 - 0.5| / 2 -> 97: 50 + (50 + 97 - 75) // 2 = 86.
+    # n2: before 100, after |0.05 - 0.5| / 2 -> 77: 50 + (50 + 77 - 100) // 2 = 63.
+    assert got == {"n1": 86.0, "n2": 63.0}
 
 
 def test_node_affinity_prefers_labelled_node() -> None:
@@ -325,16 +340,23 @@ def test_balanced_allocation_with_gpu_and_best_effort_skip() -> None:
         mk_task("be", 0, 0),
     ]
     ssn, _ = open_session(nodes, tasks, only(balancedresource=1))
-    f = [2000 / 4000, 5 * GI / (8 * GI), 2000 / 4000]
-    mean = (f[0] + f[1] + f[2]) / 3
-    std = math.sqrt(((f[0] - mean) ** 2 + (f[1] - mean) ** 2 + (f[2] - mean) ** 2) / 3)
-    assert scores(ssn, the(ssn, "p")) == {"n1": float(int((1 - std) * 100))}
+
+    def balance(f: list[float]) -> int:
+        if len(f) == 2:
+            return int((1 - abs(f[0] - f[1]) / 2) * 100)
+        mean = sum(f) / len(f)
+        return int((1 - math.sqrt(sum((x - mean) ** 2 for x in f) / len(f))) * 100)
+
+    with_pod = balance([2000 / 4000, 5 * GI / (8 * GI), 2000 / 4000])
+    without = balance([1000 / 4000, 4 * GI / (8 * GI), 1000 / 4000])
+    assert scores(ssn, the(ssn, "p")) == {"n1": float(50 + (50 + with_pod - without) // 2)}
     assert scores(ssn, the(ssn, "be")) == {"n1": 0.0}
     # A pod without a GPU request leaves the GPU out: two fractions, std = |a-b|/2.
     ssn, _ = open_session(
         [mk_node("n1", 4000, 8 * GI, gpu=4)], [mk_task("q", 1000, GI)], only(balancedresource=1)
     )
-    assert scores(ssn, the(ssn, "q")) == {"n1": float(int((1 - abs(0.25 - 0.125) / 2) * 100))}
+    with_pod = balance([0.25, 0.125])
+    assert scores(ssn, the(ssn, "q")) == {"n1": float(50 + (50 + with_pod - 100) // 2)}
 
 
 def _pref_node(*weighted: tuple[int, str, str]) -> dict[str, Any]:
@@ -596,10 +618,14 @@ def _reference(ssn: Session, plugin: no.NodeOrderPlugin, task: TaskInfo, rows: l
         total[i] += w.least_requested * _ref_weighted(nz, (50, 50), _ref_least)
         total[i] += w.most_requested * _ref_weighted(nz, (1, 1), _ref_most)
         if cpu or mem or gpu:
-            pairs = [(int(m.req_cpu[row]) + cpu, int(a.cpu)), (int(m.req_memory[row]) + mem, int(a.memory))]
+            held = [(int(m.req_cpu[row]), int(a.cpu)), (int(m.req_memory[row]), int(a.memory))]
+            pod = [cpu, mem]
             if gpu:
-                pairs.append((int(m.req_gpu[row]) + gpu, int(a.scalars.get("nvidia.com/gpu", 0))))
-            total[i] += w.balanced_resource * _ref_balanced(pairs)
+                held.append((int(m.req_gpu[row]), int(a.scalars.get("nvidia.com/gpu", 0))))
+                pod.append(gpu)
+            after = _ref_balanced([(h + p, c) for (h, c), p in zip(held, pod, strict=True)])
+            before = _ref_balanced(held)
+            total[i] += w.balanced_resource * (50 + (50 + after - before) // 2)
         aff_raw.append(ka.preferred_node_score(prefs, node.facts.labels, node.name))
         taint_raw.append(ka.count_intolerable_prefer_no_schedule(node.facts.taints, soft))
     for i, s in enumerate(_ref_normalize(aff_raw, False)):
