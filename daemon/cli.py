@@ -33,7 +33,7 @@ class InputError(Exception):
 def cmd_schedule(args: argparse.Namespace) -> int:
     from daemon.manifests import build_snapshot, load_objects
     from daemon.offline import dry_run, to_json
-    from daemon.table import render_table
+    from daemon.table import render_table, stdout_terminal_width
 
     conf = _read_conf(args.conf)
     snapshot = build_snapshot(load_objects(args.cluster))
@@ -45,7 +45,7 @@ def cmd_schedule(args: argparse.Namespace) -> int:
     if args.format == "json":
         sys.stdout.write(json.dumps(to_json(result), sort_keys=False, separators=(",", ":")) + "\n")
     else:
-        sys.stdout.write(render_table(result))
+        sys.stdout.write(render_table(result, terminal_width=stdout_terminal_width()))
     return EXIT_OK
 
 

@@ -87,7 +87,9 @@ def cmd_replay(args: argparse.Namespace) -> int:
     if args.format == "json":
         sys.stdout.write(json.dumps(report_json(report, args.db), separators=(",", ":")) + "\n")
     else:
-        sys.stdout.write(report_table(report, args.db))
+        from daemon.table import stdout_terminal_width
+
+        sys.stdout.write(report_table(report, args.db, terminal_width=stdout_terminal_width()))
     return EXIT_DIFFERENT if report.different else EXIT_OK
 
 
@@ -181,16 +183,6 @@ def report_json(report: Any, db: str) -> dict[str, Any]:
     return out
 
 
-def _table(headers: list[str], rows: list[list[str]]) -> str:
-    widths = [len(h) for h in headers]
-    for r in rows:
-        widths = [max(w, len(c)) for w, c in zip(widths, r, strict=True)]
-    lines = ["  ".join(h.ljust(w) for h, w in zip(headers, widths, strict=True)).rstrip()]
-    lines.append("  ".join("-" * w for w in widths))
-    lines += ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows]
-    return "\n".join(lines) + "\n"
-
-
 def _whatif_text(w: Any) -> str:
     parts = []
     if w.binds_by_job:
@@ -204,7 +196,9 @@ def _whatif_text(w: Any) -> str:
     return "; ".join(parts) or "no change"
 
 
-def report_table(report: Any, db: str) -> str:
+def report_table(report: Any, db: str, *, terminal_width: int | None = None) -> str:
+    from daemon.table import text_table
+
     alt = bool(report.alternative_hash)
     headers = ["CYCLE", "SEQ", "WATERMARK", "RESULT", "FIRST DIFFERENCE"]
     if alt:
@@ -217,7 +211,9 @@ def report_table(report: Any, db: str) -> str:
             row.append(_whatif_text(v.whatif) if v.whatif is not None else "-")
         rows.append(row)
     head = f"Fumarole replay: {db} (log up to seq {report.last_seq})\n\n"
-    body = _table(headers, rows) if rows else "no recorded cycles in range\n"
+    body = "no recorded cycles in range\n"
+    if rows:
+        body = text_table(headers, rows, terminal_width=terminal_width)
     n = len(report.cycles)
     diff = len(report.different)
     summary = (

@@ -1,8 +1,24 @@
-"""Human-readable tables for `fumarole schedule --format table`."""
+"""Human-readable tables: `fumarole schedule --format table` and `fumarole replay`'s table.
+
+`text_table` lays rows out with rich's Table: plain text (no colour, no wrapping, no trailing
+spaces, columns two spaces apart under one header line) unless a terminal width is given, when
+headers are bold and long cells wrap to fit.
+"""
 
 from __future__ import annotations
 
+import io
+import shutil
+import sys
+
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
 from daemon.offline import DryRunResult, quantities
+
+# Plain output is never wrapped: a line is as long as its longest cell needs.
+_UNBOUNDED_WIDTH = 1 << 20
 
 
 def _fmt_res(r: object) -> str:
@@ -14,19 +30,38 @@ def _fmt_res(r: object) -> str:
     return ", ".join(f"{k}={v}" for k, v in q.items() if k != "pods") or "-"
 
 
-def _table(headers: list[str], rows: list[list[str]]) -> str:
-    widths = [len(h) for h in headers]
-    for row in rows:
-        for i, cell in enumerate(row):
-            widths[i] = max(widths[i], len(cell))
-    lines = ["  ".join(h.ljust(widths[i]) for i, h in enumerate(headers)).rstrip()]
-    lines.append("  ".join("-" * w for w in widths))
-    for row in rows:
-        lines.append("  ".join(cell.ljust(widths[i]) for i, cell in enumerate(row)).rstrip())
-    return "\n".join(lines) + "\n"
+def stdout_terminal_width() -> int | None:
+    """stdout's width when it is a terminal (styled, wrapped tables), else None (plain text)."""
+    return shutil.get_terminal_size().columns if sys.stdout.isatty() else None
 
 
-def render_table(res: DryRunResult) -> str:
+def text_table(headers: list[str], rows: list[list[str]], *, terminal_width: int | None = None) -> str:
+    """The rows under their headers; cells are literal text (no rich markup is interpreted)."""
+    table = Table(box=None, pad_edge=False, padding=(0, 1), header_style="bold", highlight=False)
+    for header in headers:
+        table.add_column(header, overflow="fold", no_wrap=terminal_width is None)
+    for row in rows:
+        table.add_row(*(Text(cell) for cell in row))
+    out = io.StringIO()
+    console = Console(
+        file=out,
+        width=terminal_width or _UNBOUNDED_WIDTH,
+        force_terminal=terminal_width is not None,
+        color_system="standard" if terminal_width is not None else None,
+        markup=False,
+        highlight=False,
+        emoji=False,
+    )
+    console.print(table)
+    return "".join(line.rstrip() + "\n" for line in out.getvalue().splitlines())
+
+
+def render_table(res: DryRunResult, *, terminal_width: int | None = None) -> str:
+    """The dry run's queues, jobs, binds, pipelined pods, evictions and pending pods as tables."""
+
+    def _table(headers: list[str], rows: list[list[str]]) -> str:
+        return text_table(headers, rows, terminal_width=terminal_width)
+
     last = res.last
     assert last is not None
     out: list[str] = [f"Fumarole dry run: {res.cycles} cycle(s)\n"]

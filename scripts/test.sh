@@ -6,29 +6,10 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
 
-# --- virtualenv bootstrap (same as scripts/run.sh) -------------------------------------------
-VENV="$ROOT/.venv"
-STAMP="$VENV/.fumarole-install-stamp"
-if [ ! -x "$VENV/bin/python" ]; then
-    echo "==> creating $VENV"
-    "${FUMAROLE_PYTHON:-python3}" -m venv "$VENV"
-fi
-# Reinstall when pyproject.toml changes, or when a root package appears: the editable install
-# maps only the packages that existed when it ran.
-WANT="$(cd "$ROOT" && "$VENV/bin/python" -c '
-import hashlib, os
-h = hashlib.sha256(open("pyproject.toml", "rb").read())
-for pkg in ("daemon", "store", "api"):
-    h.update(b"%s:%d" % (pkg.encode(), os.path.exists(os.path.join(pkg, "__init__.py"))))
-print(h.hexdigest())
-')"
-if [ ! -f "$STAMP" ] || [ "$(cat "$STAMP")" != "$WANT" ]; then
-    echo "==> installing fumarole[dev] into $VENV (pyproject.toml or the package set changed)"
-    "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check -e '.[dev]'
-    echo "$WANT" >"$STAMP"
-fi
-export PATH="$VENV/bin:$PATH"
-export VIRTUAL_ENV="$VENV"
+# --- virtualenv bootstrap: .venv with the locked dependencies (scripts/venv.sh) ----------------
+# shellcheck source=scripts/venv.sh
+source "$ROOT/scripts/venv.sh"
+fumarole_venv "$ROOT"
 
 # --- checks ----------------------------------------------------------------------------------
 FAILED=()

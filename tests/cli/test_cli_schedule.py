@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -55,6 +56,13 @@ def test_table_format_shows_queues_jobs_binds_and_reasons() -> None:
     for section in ("QUEUES", "JOBS", "BINDS", "PENDING"):
         assert section in p.stdout
     assert "research" in p.stdout and "team-a/bad-fit-0" in p.stdout
+    # not a terminal: plain text, a header line then one row per line, columns 2+ spaces apart
+    assert "\x1b[" not in p.stdout
+    lines = p.stdout.splitlines()
+    binds = lines[lines.index("BINDS") + 1 :]
+    assert re.split(r"\s{2,}", binds[0]) == ["POD", "NODE"]
+    assert binds[1] and all(len(re.split(r"\s{2,}", row)) == 2 for row in binds[1 : binds.index("")])
+    assert all(line == line.rstrip() for line in lines)
 
 
 def test_bad_manifest_exits_2_naming_file_document_and_field(tmp_path: Path) -> None:

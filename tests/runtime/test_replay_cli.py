@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import json
+import re
 import sqlite3
 from pathlib import Path
 from typing import Any
@@ -127,6 +128,13 @@ def test_replay_recorded_history_is_identical(recorded: tuple[Path, dict[str, An
     out = capsys.readouterr().out
     assert "4 cycle(s) replayed: 4 identical, 0 different" in out
     assert out.count("identical") >= 5
+    lines = out.splitlines()
+    header = next(i for i, line in enumerate(lines) if line.startswith("CYCLE"))
+    assert re.split(r"\s{2,}", lines[header]) == ["CYCLE", "SEQ", "WATERMARK", "RESULT", "FIRST DIFFERENCE"]
+    rows = [re.split(r"\s{2,}", line) for line in lines[header + 1 : header + 5]]
+    assert [(int(r[0]), int(r[1]), r[3]) for r in rows] == [
+        (c, seq, "identical") for c, seq in zip([1, 2, 3, 4], info["cycles"], strict=True)
+    ]
     assert main(["replay", "--db", str(db), "--format", "json"]) == 0
     doc = json.loads(capsys.readouterr().out)
     assert [c["cycle"] for c in doc["cycles"]] == [1, 2, 3, 4]
