@@ -55,11 +55,13 @@ def add_parser(sub: Any) -> None:
 def cmd_run(args: argparse.Namespace) -> int:
     import anyio
 
+    from daemon.manifests import ManifestError
     from daemon.runtime.conf_watch import ConfError
     from daemon.runtime.logs import configure_logging
     from daemon.runtime.service import Service, ServiceError
     from daemon.runtime.settings import SettingsError, load_settings
     from daemon.runtime.telemetry import make_tracer_provider
+    from store.log import LogError
 
     flags = {
         k: getattr(args, k)
@@ -89,7 +91,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     service = Service(settings, tracer_provider=tracer_provider)
     try:
         rc: int = anyio.run(service.run, backend="asyncio")
-    except (ServiceError, ConfError) as e:
+    except (ServiceError, ConfError, ManifestError, LogError) as e:
         print(f"fumarole: error: {e}", file=sys.stderr)
         return EXIT_BAD_INPUT
     except OSError as e:

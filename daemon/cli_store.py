@@ -54,8 +54,22 @@ def _error(msg: str) -> int:
 
 
 def cmd_migrate(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from store.lock import LogLockedError, check_unlocked
+    from store.log import LogError
     from store.migrate import MigrationError, load_migrations, migrate
 
+    parent = Path(args.db).parent
+    if not parent.is_dir():
+        what = f"{parent} is not a directory" if parent.exists() else f"the directory {parent} does not exist"
+        return _error(f"{args.db}: {what} (migrate creates the file, not its directory)")
+    try:
+        check_unlocked(args.db)
+    except LogLockedError as e:
+        return _error(f"{e}; stop the daemon that writes it before migrating")
+    except LogError as e:
+        return _error(str(e))
     try:
         applied = migrate(args.db)
         version = load_migrations()[-1].version
