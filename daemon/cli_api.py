@@ -36,18 +36,23 @@ def add_parsers(sub: Any) -> None:
         help="serve the REST API read-only over an event log file (follows the log as it grows)",
         description=(
             "Serve the REST API (cycles, decisions, jobs, queues, nodes, events, metrics, OpenAPI) over an "
-            "existing event log opened read-only; POST /v1/events is refused (403)."
+            "existing event log opened read-only, following it as a running daemon appends; POST /v1/events "
+            "is refused (403). Stops on SIGTERM/SIGINT."
         ),
     )
-    s.add_argument("--db", required=True, help="the SQLite event log file")
+    s.add_argument("--db", required=True, metavar="FILE", help="the SQLite event log file")
     s.add_argument(
-        "--listen", default="127.0.0.1:8321", help="HOST:PORT (default 127.0.0.1:8321; port 0 = any)"
+        "--listen",
+        default="127.0.0.1:8321",
+        metavar="HOST:PORT",
+        help="address to serve on (default 127.0.0.1:8321; port 0 = any free port)",
     )
     s.add_argument("--allow-remote", action="store_true", help="allow --listen beyond loopback")
     s.add_argument(
         "--workers",
         type=int,
         default=1,
+        metavar="N",
         help="worker processes sharing the port with SO_REUSEPORT, each with its own projection (default 1)",
     )
     s.add_argument("--worker-of", type=int, default=0, help=argparse.SUPPRESS)  # internal: supervisor pid
@@ -56,11 +61,19 @@ def add_parsers(sub: Any) -> None:
     e = sub.add_parser(
         "explain",
         help="why a job is pending, from an event log file",
-        description="Print the job's phase, tasks by status and, when it waits, its ranked reasons.",
+        description=(
+            "Print the job's phase, tasks by status and, when it waits, its ranked reasons, from an event "
+            "log opened read-only. Exit 1 when the job is not in the log, 2 on bad input."
+        ),
     )
-    e.add_argument("--db", required=True, help="the SQLite event log file")
+    e.add_argument("--db", required=True, metavar="FILE", help="the SQLite event log file")
     e.add_argument("job", metavar="NAMESPACE/JOB", help="the job (PodGroup) as <namespace>/<name>")
-    e.add_argument("--format", choices=("text", "json"), default="text")
+    e.add_argument(
+        "--format",
+        choices=("text", "json"),
+        default="text",
+        help="output: text for humans (default) or the API's JSON (GET /v1/jobs/{namespace}/{name})",
+    )
     e.set_defaults(func=cmd_explain)
 
 
