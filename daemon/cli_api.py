@@ -16,11 +16,13 @@ input (missing or foreign file, a name that is not <namespace>/<job>).
 from __future__ import annotations
 
 import argparse
+import socket
 import sys
 from pathlib import Path
 from typing import Any
 
 from api.types import JobDetail
+from daemon.runtime.listen import ListenError, bind_error, bind_listen
 
 EXIT_OK = 0
 EXIT_UNKNOWN = 1
@@ -182,17 +184,28 @@ def cmd_serve(args: argparse.Namespace) -> int:
         return _error(f"{args.db}: no such file")
     if args.workers > 1 and not args.worker_of:
         return _supervise(args.db, host, port, args.workers)
+    sock = None
+    if not args.worker_of:  # a worker listens with SO_REUSEPORT on the supervisor's port instead
+        try:
+            sock = bind_listen(host, port)
+        except ListenError as e:
+            return _error(str(e))
     try:
-        anyio.run(_serve, args.db, host, port, args.worker_of)
+        anyio.run(_serve, args.db, host, port, args.worker_of, sock)
     except LogError as e:
         return _error(str(e))
     except OSError as e:
         print(f"fumarole: error: {e}", file=sys.stderr)
         return 1
+    finally:
+        if sock is not None:
+            sock.close()
     return EXIT_OK
 
 
-async def _serve(db: str, host: str, port: int, worker_of: int = 0) -> None:
+async def _serve(
+    db: str, host: str, port: int, worker_of: int = 0, sock: socket.socket | None = None
+) -> None:
     """One server process: the whole API over its own projection of the log.  A worker
     (`worker_of` = the supervisor's pid) listens with SO_REUSEPORT, tells the supervisor it is
     ready on stdout, stops on SIGTERM only (the supervisor handles SIGINT) and stops by itself
@@ -212,14 +225,17 @@ async def _serve(db: str, host: str, port: int, worker_of: int = 0) -> None:
     runner = web.AppRunner(build_app(view, worker=str(os.getpid())), access_log=None)
     try:
         await runner.setup()
-        site = web.TCPSite(runner, host, port, reuse_port=bool(worker_of))
+        site: web.BaseSite
+        if sock is not None:
+            site = web.SockSite(runner, sock)
+        else:
+            site = web.TCPSite(runner, host, port, reuse_port=bool(worker_of))
         await site.start()
         if worker_of:
             sys.stdout.buffer.write(WORKER_READY + b"\n")
             sys.stdout.buffer.flush()
         else:
-            sockets = getattr(site._server, "sockets", None) or []
-            bound = sockets[0].getsockname()[:2] if sockets else (host, port)
+            bound = sock.getsockname()[:2] if sock is not None else (host, port)
             print(f"REST API on http://{bound[0]}:{bound[1]} (read-only, {db})", flush=True)
         async with anyio.create_task_group() as tg:
             tg.start_soon(view.follow)
@@ -254,8 +270,6 @@ async def _watch_parent(parent: int, scope: Any, poll: float = 1.0) -> None:
 def _reserve_port(host: str, port: int) -> Any:
     """A bound (not listening) SO_REUSEPORT socket on host:port: it chooses the port when `port` is 0
     and keeps it ours until the workers listen on it with SO_REUSEPORT as well."""
-    import socket
-
     family, kind, proto, _, addr = socket.getaddrinfo(
         host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
     )[0]
@@ -294,8 +308,7 @@ def _supervise(db: str, host: str, port: int, workers: int) -> int:
     try:
         reserved = _reserve_port(host, port)
     except OSError as e:
-        print(f"fumarole: error: {e}", file=sys.stderr)
-        return 1
+        return _error(str(bind_error(host, port, e)))
     port = int(reserved.getsockname()[1])
     listen = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
     received: list[int] = []

@@ -1,8 +1,9 @@
 """The REST API's listening socket, bound before the daemon creates anything.
 
-`fumarole run` binds and listens on its `listen` address during its start-up checks and hands
-the socket to aiohttp later, so a port already in use is refused (exit 2, one line naming the
-address) before the data directory exists, and no other process can take the port in between.
+`fumarole run` (and `fumarole serve`) bind and listen on the address during the start-up checks
+and hand the socket to aiohttp later, so a port already in use is refused (exit 2, one line
+naming the address) before the data directory exists, and no other process can take the port
+in between.
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ from __future__ import annotations
 import errno
 import socket
 
-__all__ = ["ListenError", "bind_listen", "format_address"]
+__all__ = ["ListenError", "bind_error", "bind_listen", "format_address"]
 
 _BACKLOG = 128
 
@@ -47,6 +48,11 @@ def bind_listen(host: str, port: int) -> socket.socket:
         sock.setblocking(False)
     except OSError as e:
         sock.close()
-        why = _HINTS.get(e.errno or 0, e.strerror or str(e))
-        raise ListenError(f"listen {where}: {why}") from None
+        raise bind_error(host, port, e) from None
     return sock
+
+
+def bind_error(host: str, port: int, e: OSError) -> ListenError:
+    """The one-line ListenError for an OSError met binding host:port."""
+    why = _HINTS.get(e.errno or 0, e.strerror or str(e))
+    return ListenError(f"listen {format_address(host, port)}: {why}")

@@ -120,3 +120,17 @@ def test_a_missing_scheduler_conf_exits_2_said_once_and_creates_nothing(tmp_path
         f"fumarole: error: {missing}: cannot read the scheduler configuration: No such file or directory\n"
     )
     assert not data.exists()
+
+
+def test_serve_on_a_port_in_use_exits_2_in_one_line(tmp_path: Path) -> None:
+    db = tmp_path / "e.db"
+    assert _cli("migrate", "--db", str(db)).returncode == 0
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        for workers in ("1", "2"):
+            p = _cli("serve", "--db", str(db), "--listen", f"127.0.0.1:{port}", "--workers", workers)
+            assert p.returncode == 2, p.stdout + p.stderr
+            assert p.stderr.count("\n") == 1, p.stderr
+            assert p.stderr.startswith(f"fumarole: error: listen 127.0.0.1:{port}: address already in use")
