@@ -26,6 +26,16 @@ def _read_conf(path: str | None):  # type: ignore[no-untyped-def]
     return parse_scheduler_conf(text, path)
 
 
+def _version() -> str:
+    """The installed distribution's version (pyproject.toml's, once installed)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("fumarole")
+    except PackageNotFoundError:
+        return "unknown (not installed)"
+
+
 class InputError(Exception):
     """Bad input: printed as is, exit code 2."""
 
@@ -54,16 +64,43 @@ def build_parser() -> argparse.ArgumentParser:
         prog="fumarole",
         description="Volcano's batch scheduling model as an event-sourced daemon.",
     )
-    sub = p.add_subparsers(dest="command", required=True)
-    s = sub.add_parser("schedule", help="offline dry run of scheduling sessions over manifests")
-    s.add_argument("--conf", help="Volcano scheduler configuration (default: Volcano's built-in default)")
-    s.add_argument(
-        "--cluster", required=True, help="manifests: a YAML file (multi-document or List) or a directory"
+    p.add_argument(
+        "--version", action="version", version=f"%(prog)s {_version()}", help="print the version and exit"
+    )
+    sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    s = sub.add_parser(
+        "schedule",
+        help="offline dry run of scheduling sessions over manifests",
+        description=(
+            "Run Volcano scheduling sessions over Kubernetes/Volcano manifests, offline (no daemon, no "
+            "event log), and print the decisions: binds, evictions, pipelined pods, queue shares and why "
+            "each pending job waits. Exit 2 on a bad manifest or configuration (named by file and field)."
+        ),
     )
     s.add_argument(
-        "--cycles", type=int, default=1, help="number of sessions (decisions applied between them)"
+        "--conf",
+        metavar="SCHED.yaml",
+        help="Volcano scheduler configuration (default: Volcano's built-in default)",
     )
-    s.add_argument("--format", choices=("json", "table"), default="json")
+    s.add_argument(
+        "--cluster",
+        required=True,
+        metavar="FILE|DIR",
+        help="manifests: a YAML file (multi-document or List) or a directory of them",
+    )
+    s.add_argument(
+        "--cycles",
+        type=int,
+        default=1,
+        metavar="N",
+        help="number of sessions, each seeing the decisions of the previous ones applied (default 1)",
+    )
+    s.add_argument(
+        "--format",
+        choices=("json", "table"),
+        default="json",
+        help="output: one JSON object (default) or a human-readable table",
+    )
     s.set_defaults(func=cmd_schedule)
     from daemon import cli_run
 

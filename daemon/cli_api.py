@@ -16,11 +16,13 @@ input (missing or foreign file, a name that is not <namespace>/<job>).
 from __future__ import annotations
 
 import argparse
+import socket
 import sys
 from pathlib import Path
 from typing import Any
 
 from api.types import JobDetail
+from daemon.runtime.listen import ListenError, bind_error, bind_listen
 
 EXIT_OK = 0
 EXIT_UNKNOWN = 1
@@ -36,18 +38,23 @@ def add_parsers(sub: Any) -> None:
         help="serve the REST API read-only over an event log file (follows the log as it grows)",
         description=(
             "Serve the REST API (cycles, decisions, jobs, queues, nodes, events, metrics, OpenAPI) over an "
-            "existing event log opened read-only; POST /v1/events is refused (403)."
+            "existing event log opened read-only, following it as a running daemon appends; POST /v1/events "
+            "is refused (403). Stops on SIGTERM/SIGINT."
         ),
     )
-    s.add_argument("--db", required=True, help="the SQLite event log file")
+    s.add_argument("--db", required=True, metavar="FILE", help="the SQLite event log file")
     s.add_argument(
-        "--listen", default="127.0.0.1:8321", help="HOST:PORT (default 127.0.0.1:8321; port 0 = any)"
+        "--listen",
+        default="127.0.0.1:8321",
+        metavar="HOST:PORT",
+        help="address to serve on (default 127.0.0.1:8321; port 0 = any free port)",
     )
     s.add_argument("--allow-remote", action="store_true", help="allow --listen beyond loopback")
     s.add_argument(
         "--workers",
         type=int,
         default=1,
+        metavar="N",
         help="worker processes sharing the port with SO_REUSEPORT, each with its own projection (default 1)",
     )
     s.add_argument("--worker-of", type=int, default=0, help=argparse.SUPPRESS)  # internal: supervisor pid
@@ -56,11 +63,19 @@ def add_parsers(sub: Any) -> None:
     e = sub.add_parser(
         "explain",
         help="why a job is pending, from an event log file",
-        description="Print the job's phase, tasks by status and, when it waits, its ranked reasons.",
+        description=(
+            "Print the job's phase, tasks by status and, when it waits, its ranked reasons, from an event "
+            "log opened read-only. Exit 1 when the job is not in the log, 2 on bad input."
+        ),
     )
-    e.add_argument("--db", required=True, help="the SQLite event log file")
+    e.add_argument("--db", required=True, metavar="FILE", help="the SQLite event log file")
     e.add_argument("job", metavar="NAMESPACE/JOB", help="the job (PodGroup) as <namespace>/<name>")
-    e.add_argument("--format", choices=("text", "json"), default="text")
+    e.add_argument(
+        "--format",
+        choices=("text", "json"),
+        default="text",
+        help="output: text for humans (default) or the API's JSON (GET /v1/jobs/{namespace}/{name})",
+    )
     e.set_defaults(func=cmd_explain)
 
 
@@ -169,17 +184,28 @@ def cmd_serve(args: argparse.Namespace) -> int:
         return _error(f"{args.db}: no such file")
     if args.workers > 1 and not args.worker_of:
         return _supervise(args.db, host, port, args.workers)
+    sock = None
+    if not args.worker_of:  # a worker listens with SO_REUSEPORT on the supervisor's port instead
+        try:
+            sock = bind_listen(host, port)
+        except ListenError as e:
+            return _error(str(e))
     try:
-        anyio.run(_serve, args.db, host, port, args.worker_of)
+        anyio.run(_serve, args.db, host, port, args.worker_of, sock)
     except LogError as e:
         return _error(str(e))
     except OSError as e:
         print(f"fumarole: error: {e}", file=sys.stderr)
         return 1
+    finally:
+        if sock is not None:
+            sock.close()
     return EXIT_OK
 
 
-async def _serve(db: str, host: str, port: int, worker_of: int = 0) -> None:
+async def _serve(
+    db: str, host: str, port: int, worker_of: int = 0, sock: socket.socket | None = None
+) -> None:
     """One server process: the whole API over its own projection of the log.  A worker
     (`worker_of` = the supervisor's pid) listens with SO_REUSEPORT, tells the supervisor it is
     ready on stdout, stops on SIGTERM only (the supervisor handles SIGINT) and stops by itself
@@ -199,14 +225,17 @@ async def _serve(db: str, host: str, port: int, worker_of: int = 0) -> None:
     runner = web.AppRunner(build_app(view, worker=str(os.getpid())), access_log=None)
     try:
         await runner.setup()
-        site = web.TCPSite(runner, host, port, reuse_port=bool(worker_of))
+        site: web.BaseSite
+        if sock is not None:
+            site = web.SockSite(runner, sock)
+        else:
+            site = web.TCPSite(runner, host, port, reuse_port=bool(worker_of))
         await site.start()
         if worker_of:
             sys.stdout.buffer.write(WORKER_READY + b"\n")
             sys.stdout.buffer.flush()
         else:
-            sockets = getattr(site._server, "sockets", None) or []
-            bound = sockets[0].getsockname()[:2] if sockets else (host, port)
+            bound = sock.getsockname()[:2] if sock is not None else (host, port)
             print(f"REST API on http://{bound[0]}:{bound[1]} (read-only, {db})", flush=True)
         async with anyio.create_task_group() as tg:
             tg.start_soon(view.follow)
@@ -241,8 +270,6 @@ async def _watch_parent(parent: int, scope: Any, poll: float = 1.0) -> None:
 def _reserve_port(host: str, port: int) -> Any:
     """A bound (not listening) SO_REUSEPORT socket on host:port: it chooses the port when `port` is 0
     and keeps it ours until the workers listen on it with SO_REUSEPORT as well."""
-    import socket
-
     family, kind, proto, _, addr = socket.getaddrinfo(
         host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
     )[0]
@@ -281,8 +308,7 @@ def _supervise(db: str, host: str, port: int, workers: int) -> int:
     try:
         reserved = _reserve_port(host, port)
     except OSError as e:
-        print(f"fumarole: error: {e}", file=sys.stderr)
-        return 1
+        return _error(str(bind_error(host, port, e)))
     port = int(reserved.getsockname()[1])
     listen = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
     received: list[int] = []

@@ -37,13 +37,39 @@ def add_parser(sub: Any) -> None:
             "have differed (binds per job, pods placed elsewhere, evictions, queue shares)."
         ),
     )
-    r.add_argument("--db", required=True, help="the SQLite event log file")
-    r.add_argument("--conf", metavar="ALT.yaml", help="an alternative Volcano scheduler configuration")
+    r.add_argument("--db", required=True, metavar="FILE", help="the SQLite event log file")
     r.add_argument(
-        "--from", dest="from_seq", type=int, default=1, metavar="SEQ", help="first cycle (CycleOpened seq)"
+        "--conf",
+        metavar="ALT.yaml",
+        help="an alternative Volcano scheduler configuration: also report what it would have changed",
     )
-    r.add_argument("--to", dest="to_seq", type=int, metavar="SEQ", help="last cycle (CycleOpened seq)")
-    r.add_argument("--format", choices=("json", "table"), default="table")
+    r.add_argument(
+        "--from",
+        dest="from_seq",
+        type=int,
+        default=1,
+        metavar="SEQ",
+        help=(
+            "replay the cycles whose cycle.opened event has sequence number SEQ or later (an event seq, "
+            "the SEQ column of the report, not a cycle number; default 1)"
+        ),
+    )
+    r.add_argument(
+        "--to",
+        dest="to_seq",
+        type=int,
+        metavar="SEQ",
+        help=(
+            "replay the cycles whose cycle.opened event has sequence number SEQ or earlier (an event seq, "
+            "not a cycle number; default: the end of the log)"
+        ),
+    )
+    r.add_argument(
+        "--format",
+        choices=("json", "table"),
+        default="table",
+        help="output: a table per cycle (default) or one JSON object",
+    )
     r.set_defaults(func=cmd_replay)
 
 

@@ -20,21 +20,40 @@ def add_parser(sub: Any) -> None:
         description=(
             "Run the Fumarole daemon. With no arguments: data in ./fumarole-data (SQLite), the simulator "
             "with the bundled sample cluster and workload, REST API on 127.0.0.1:8321; exits with a summary "
-            "once the workload drained (unless --serve)."
+            "once the workload drained (unless --serve). One daemon per data directory: a second one "
+            "is refused (exit 2, naming the first one's PID). Settings: flags > FUMAROLE_* environment > "
+            "--config file > defaults."
         ),
     )
-    r.add_argument("--config", help="daemon settings file (TOML; keys as in README 'Daemon settings')")
-    r.add_argument("--data-dir", help="directory of the SQLite event log (default ./fumarole-data)")
     r.add_argument(
-        "--conf", dest="scheduler_conf", help="Volcano scheduler configuration (reloaded on change)"
+        "--config",
+        metavar="FILE.toml",
+        help="daemon settings file (TOML; keys as in README 'Daemon settings'; env FUMAROLE_CONFIG)",
+    )
+    r.add_argument(
+        "--data-dir",
+        metavar="DIR",
+        help="directory of the SQLite event log, one daemon at a time (default ./fumarole-data)",
+    )
+    r.add_argument(
+        "--conf",
+        dest="scheduler_conf",
+        metavar="SCHED.yaml",
+        help="Volcano scheduler configuration, re-read before every cycle (default: the bundled one)",
     )
     r.add_argument(
         "--adapter", choices=("simulator", "kubernetes"), help="cluster adapter (default simulator)"
     )
-    r.add_argument("--cluster", help="simulator: cluster manifests (default: the bundled sample)")
-    r.add_argument("--workload", help="simulator: workload file (default: the bundled sample)")
     r.add_argument(
-        "--listen", help="REST API address HOST:PORT (default 127.0.0.1:8321; port 0 = any free port)"
+        "--cluster", metavar="FILE|DIR", help="simulator: cluster manifests (default: the bundled sample)"
+    )
+    r.add_argument(
+        "--workload", metavar="FILE|DIR", help="simulator: workload manifests (default: the bundled sample)"
+    )
+    r.add_argument(
+        "--listen",
+        metavar="HOST:PORT",
+        help="REST API address (default 127.0.0.1:8321; port 0 = any free port)",
     )
     r.add_argument("--allow-remote", action="store_true", default=None, help="allow --listen beyond loopback")
     r.add_argument(
@@ -44,22 +63,34 @@ def add_parser(sub: Any) -> None:
         "--serve", action="store_true", default=None, help="keep serving after the workload drained"
     )
     r.add_argument(
-        "--schedule-period", type=float, help="seconds between cycles (virtual with the simulator)"
+        "--schedule-period",
+        type=float,
+        metavar="SECONDS",
+        help="seconds between cycles, virtual with the simulator (default 1)",
     )
-    r.add_argument("--max-cycles", type=int, help="simulator: give up after this many cycles")
+    r.add_argument(
+        "--max-cycles",
+        type=int,
+        metavar="N",
+        help="simulator: give up (exit 1) after this many cycles (default 100000)",
+    )
     r.add_argument("--log-format", choices=("json", "text"), help="stderr log format (default text)")
-    r.add_argument("--log-level", choices=("debug", "info", "warning", "error"))
+    r.add_argument(
+        "--log-level", choices=("debug", "info", "warning", "error"), help="stderr log level (default info)"
+    )
     r.set_defaults(func=cmd_run)
 
 
 def cmd_run(args: argparse.Namespace) -> int:
     import anyio
 
+    from daemon.manifests import ManifestError
     from daemon.runtime.conf_watch import ConfError
     from daemon.runtime.logs import configure_logging
     from daemon.runtime.service import Service, ServiceError
     from daemon.runtime.settings import SettingsError, load_settings
     from daemon.runtime.telemetry import make_tracer_provider
+    from store.log import LogError
 
     flags = {
         k: getattr(args, k)
@@ -89,7 +120,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     service = Service(settings, tracer_provider=tracer_provider)
     try:
         rc: int = anyio.run(service.run, backend="asyncio")
-    except (ServiceError, ConfError) as e:
+    except (ServiceError, ConfError, ManifestError, LogError) as e:
         print(f"fumarole: error: {e}", file=sys.stderr)
         return EXIT_BAD_INPUT
     except OSError as e:

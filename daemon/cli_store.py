@@ -18,10 +18,13 @@ def add_parsers(sub: Any) -> None:
         description=(
             "Apply the schema migrations this Fumarole ships to an SQLite event log, in order, each in one "
             "transaction (the file is created if missing). The daemon does the same when it opens the log; "
-            "this runs it explicitly. A database migrated by a newer Fumarole is refused (exit 2)."
+            "this runs it explicitly. A database migrated by a newer Fumarole, or one a running daemon "
+            "holds, is refused (exit 2)."
         ),
     )
-    m.add_argument("--db", required=True, help="the SQLite event log file")
+    m.add_argument(
+        "--db", required=True, metavar="FILE", help="the SQLite event log file (its directory must exist)"
+    )
     m.set_defaults(func=cmd_migrate)
 
     e = sub.add_parser(
@@ -33,7 +36,7 @@ def add_parsers(sub: Any) -> None:
             "not a Fumarole event log, has another schema version, or holds an undecodable row."
         ),
     )
-    e.add_argument("--db", required=True, help="the SQLite event log file")
+    e.add_argument("--db", required=True, metavar="FILE", help="the SQLite event log file")
     e.add_argument(
         "--since", type=int, default=1, metavar="SEQ", help="first seq to print (inclusive; default 1)"
     )
@@ -54,8 +57,22 @@ def _error(msg: str) -> int:
 
 
 def cmd_migrate(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from store.lock import LogLockedError, check_unlocked
+    from store.log import LogError
     from store.migrate import MigrationError, load_migrations, migrate
 
+    parent = Path(args.db).parent
+    if not parent.is_dir():
+        what = f"{parent} is not a directory" if parent.exists() else f"the directory {parent} does not exist"
+        return _error(f"{args.db}: {what} (migrate creates the file, not its directory)")
+    try:
+        check_unlocked(args.db)
+    except LogLockedError as e:
+        return _error(f"{e}; stop the daemon that writes it before migrating")
+    except LogError as e:
+        return _error(str(e))
     try:
         applied = migrate(args.db)
         version = load_migrations()[-1].version

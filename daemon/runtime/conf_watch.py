@@ -65,7 +65,11 @@ class ConfWatcher:
     def __init__(self, path: str | None) -> None:
         self.path = Path(path) if path else None
         self.source = str(self.path) if self.path else f"<bundled {BUNDLED_CONF}>"
-        text = self.path.read_text() if self.path else bundled_conf_text()
+        try:
+            text = self.path.read_text() if self.path else bundled_conf_text()
+        except (OSError, UnicodeDecodeError) as e:
+            why = e.strerror if isinstance(e, OSError) else f"not UTF-8 text ({e.reason})"
+            raise ConfError(f"{self.source}: cannot read the scheduler configuration: {why}") from None
         self.active = ActiveConf(parse_scheduler_conf(text, self.source), text, conf_hash(text), self.source)
         self._last_seen = self.active.hash
         self._recorded: str | None = None

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 import signal
+import socket
 import sys
 import time
 from collections import Counter
@@ -23,11 +24,13 @@ import anyio
 
 from daemon.runtime.conf_watch import ConfWatcher
 from daemon.runtime.dispatch import Dispatcher
+from daemon.runtime.listen import ListenError, bind_listen
 from daemon.runtime.session_loop import CycleRunner, CycleSummary
 from daemon.runtime.settings import Settings, split_listen
 from daemon.runtime.systemd import Notifier
 from daemon.runtime.writer import Writer
 from store.events import OBSERVED, OUTCOMES, BindDecided, ClockAdvanced, EvictDecided
+from store.lock import LogLockedError, WriterLock, check_unlocked
 from store.sqlite import SqliteEventLog
 
 if TYPE_CHECKING:
@@ -98,19 +101,42 @@ class Service:
 
     async def run(self) -> int:
         s = self.settings
-        # Inputs are checked before anything is created: bad input changes nothing on disk.
+        # Every check comes before anything is created: bad input, a data directory another
+        # daemon holds or a port in use change nothing on disk.
         conf = ConfWatcher(s.scheduler_conf or None)
         adapter = self._make_adapter()
-        Path(s.data_dir).mkdir(parents=True, exist_ok=True)
-        event_log = await SqliteEventLog.open(str(s.db_path))
         try:
-            return await self._run_with_log(event_log, conf, adapter)
+            check_unlocked(s.db_path)
+        except LogLockedError as e:
+            raise ServiceError(_in_use(s.data_dir, e)) from None
+        api_socket = self._bind_api() if s.api else None
+        try:
+            Path(s.data_dir).mkdir(parents=True, exist_ok=True)
+            try:
+                lock = WriterLock.acquire(s.db_path)
+            except LogLockedError as e:
+                raise ServiceError(_in_use(s.data_dir, e)) from None
+            with lock:
+                event_log = await SqliteEventLog.open(str(s.db_path))
+                try:
+                    return await self._run_with_log(event_log, conf, adapter, api_socket)
+                finally:
+                    with anyio.CancelScope(shield=True):
+                        await event_log.close()
+                    self.notifier.stopping("stopped")
         finally:
-            with anyio.CancelScope(shield=True):
-                await event_log.close()
-            self.notifier.stopping("stopped")
+            if api_socket is not None:
+                api_socket.close()
 
-    async def _run_with_log(self, event_log: SqliteEventLog, conf: ConfWatcher, adapter: Any) -> int:
+    def _bind_api(self) -> socket.socket:
+        try:
+            return bind_listen(*split_listen(self.settings.listen))
+        except ListenError as e:
+            raise ServiceError(str(e)) from None
+
+    async def _run_with_log(
+        self, event_log: SqliteEventLog, conf: ConfWatcher, adapter: Any, api_socket: socket.socket | None
+    ) -> int:
         from daemon.cache import load_projection
 
         t0 = time.monotonic()
@@ -136,7 +162,9 @@ class Service:
             tg.start_soon(self._watch_signals, tg.cancel_scope)
             if self.notifier.watchdog_interval:
                 tg.start_soon(self._watchdog)
-            api_runner = await self._start_api(event_log, projection, writer) if self.settings.api else None
+            api_runner = (
+                await self._start_api(event_log, projection, writer, api_socket) if api_socket else None
+            )
             try:
                 if last == 0:
                     await writer.submit(await adapter.initial_events())
@@ -280,21 +308,21 @@ class Service:
             self.notifier.watchdog()
             await anyio.sleep(interval)
 
-    async def _start_api(self, event_log: SqliteEventLog, projection: Any, writer: Writer) -> Any:
+    async def _start_api(
+        self, event_log: SqliteEventLog, projection: Any, writer: Writer, sock: socket.socket
+    ) -> Any:
         from aiohttp import web
 
         from api.app import build_app
         from daemon.runtime.api_view import LiveView
 
-        host, port = split_listen(self.settings.listen)
         view = LiveView(self, event_log, projection, writer)
         app = build_app(view, token=self.settings.api_token, max_body_bytes=self.settings.max_body_bytes)
         runner = web.AppRunner(app, access_log=None)
         await runner.setup()
-        site = web.TCPSite(runner, host, port)
+        site = web.SockSite(runner, sock)  # bound during the start-up checks (daemon/runtime/listen.py)
         await site.start()
-        sockets = getattr(site._server, "sockets", None) or []
-        bound = sockets[0].getsockname()[:2] if sockets else (host, port)
+        bound = sock.getsockname()[:2]
         self.listen_address = (str(bound[0]), int(bound[1]))
         log.info("REST API listening on http://%s:%d", *self.listen_address)
         self._say(f"REST API on http://{self.listen_address[0]}:{self.listen_address[1]}")
@@ -329,6 +357,14 @@ async def _log_totals(event_log: Any) -> _Totals:
             t.evictions_by_action[ev.action] += 1
             t.evicted_by_queue[ev.queue] += 1
     return t
+
+
+def _in_use(data_dir: str, e: LogLockedError) -> str:
+    who = f"process {e.pid}" if e.pid is not None else "another process"
+    return (
+        f"data directory {data_dir}: in use by {who} (a running fumarole daemon holds {e.lock}); "
+        "stop it first, or pass another --data-dir"
+    )
 
 
 def _by(c: Counter[str]) -> str:

@@ -164,3 +164,12 @@ def test_console_script(tmp_path):
     )
     assert r.returncode == 0, r.stderr
     assert [row["event"]["name"] for row in _lines(r.stdout)] == ["p3", "p5"]
+
+
+def test_migrate_in_a_missing_directory_says_so_and_creates_nothing(tmp_path, capsys):
+    db = tmp_path / "nowhere" / "e.db"
+    assert main(["migrate", "--db", str(db)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1
+    assert err.startswith(f"fumarole: error: {db}: the directory {db.parent} does not exist")
+    assert list(tmp_path.iterdir()) == []
