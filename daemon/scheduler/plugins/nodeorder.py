@@ -29,7 +29,7 @@ over the candidate nodes it is given, multiplied by its weight and summed (float
 
 A weight of 0 disables its scorer.
 
-Node "requested" figures are those of Volcano's k8s NodeInfo snapshot (`predicates.NodeMirror`,
+Node "requested" figures are those of Volcano's k8s NodeInfo snapshot (`k8s.node_mirror.NodeMirror`,
 kept in step by the predicates plugin's event handlers, pipelined pods included and evicted
 pods removed), not `NodeInfo.used`.
 
