@@ -22,6 +22,7 @@ _NANO = 10**9
 
 
 def type_name(v: Any) -> str:
+    """How an error message names a value's type ("a string", "a mapping", "null" …)."""
     if v is None:
         return "null"
     if isinstance(v, bool):
@@ -40,6 +41,7 @@ def type_name(v: Any) -> str:
 
 
 def show(v: Any) -> str:
+    """A value as an error message quotes it (strings JSON-quoted, booleans as YAML writes them)."""
     if isinstance(v, str):
         return json.dumps(v)
     if isinstance(v, bool):
@@ -48,6 +50,7 @@ def show(v: Any) -> str:
 
 
 def join(path: str, key: str | int) -> str:
+    """A field path one level down: `a.b`, or `a[0]` for a list index."""
     if isinstance(key, int):
         return f"{path}[{key}]"
     return f"{path}.{key}" if path else key

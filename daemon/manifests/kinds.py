@@ -42,6 +42,7 @@ _GO_BOOLS = GO_PARSE_BOOL  # strconv.ParseBool
 
 
 def go_bool(value: str) -> bool | None:
+    """strconv.ParseBool: True/False, or None when the text is not a Go boolean."""
     return _GO_BOOLS.get(value)
 
 

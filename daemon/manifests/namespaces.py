@@ -16,6 +16,7 @@ def decode_namespace(e: Entry) -> NamespaceInfo:
 
 
 def decode_resource_quota(e: Entry) -> ResourceQuotaInfo:
+    """A ResourceQuota: hard (status.hard, else spec.hard) and used, kept as the quantities written."""
     d, o = e.doc, e.obj
     spec = d.mapping(o.get("spec"), "spec")
     status = d.mapping(o.get("status"), "status")

@@ -9,6 +9,7 @@ from daemon.scheduler.model.task import Taint
 
 
 def decode_node(e: Entry) -> NodeInfo:
+    """A Node: allocatable (else capacity), capacity, labels, annotations, taints, images."""
     d, o = e.doc, e.obj
     meta = d.mapping(o.get("metadata"), "metadata")
     spec = d.mapping(o.get("spec"), "spec")

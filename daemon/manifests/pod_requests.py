@@ -90,6 +90,7 @@ def _empty_list() -> dict[str, Fraction]:
 
 
 def add_list(a: dict[str, Fraction], b: dict[str, Fraction]) -> None:
+    """a += b, per resource name."""
     for k, v in b.items():
         a[k] = a.get(k, Fraction(0)) + v
 
@@ -112,6 +113,7 @@ def quota_usage(r: Requests, defaulted: bool) -> dict[str, Fraction]:
 
 
 def times(usage: Mapping[str, Fraction], count: int) -> dict[str, Fraction]:
+    """usage × count, per resource name."""
     return {k: v * count for k, v in usage.items()}
 
 

@@ -27,6 +27,8 @@ PODGROUP_PHASES = ("Pending", "Running", "Unknown", "Inqueue", "Completed")
 
 @dataclass(slots=True)
 class Group:
+    """A PodGroup as parsed (from a manifest, a Volcano Job, or made by the PodGroup controller)."""
+
     doc: Doc
     name: str
     namespace: str
@@ -43,6 +45,7 @@ class Group:
 
 
 def decode_podgroup(e: Entry) -> Group:
+    """A PodGroup as a record: queue, minMember, minTaskMember, priority class, minResources, phase."""
     d, o = e.doc, e.obj
     meta = d.mapping(o.get("metadata"), "metadata")
     spec = d.mapping(o.get("spec"), "spec")

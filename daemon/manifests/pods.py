@@ -43,6 +43,8 @@ class PodSpec:
 
 @dataclass(slots=True)
 class Pod:
+    """A Pod as parsed: identity, labels, annotations, owner, spec and status fields read."""
+
     doc: Doc
     name: str
     namespace: str
@@ -59,6 +61,7 @@ class Pod:
 
 
 def parse_pod_spec(d: Doc, spec: Obj, path: str, scheduler_default: str) -> PodSpec:
+    """Everything the scheduler reads from a pod spec at `path`, validated."""
     reqs = Requests()
     host_ports: list[HostPort] = []
     images: list[str] = []

@@ -28,6 +28,7 @@ def _group_affinity(d: Doc, spec: Obj) -> NodeGroupAffinity | None:
 
 
 def decode_queue(e: Entry) -> QueueInfo:
+    """A Queue: weight (default 1), capability/deserved/guarantee, parent, priority, state (default Open)."""
     d, o = e.doc, e.obj
     meta = d.mapping(o.get("metadata"), "metadata")
     spec = d.mapping(o.get("spec"), "spec")
