@@ -26,6 +26,7 @@ if TYPE_CHECKING:
 FloatArray = npt.NDArray[np.float64]
 BoolArray = npt.NDArray[np.bool_]
 IntArray = npt.NDArray[np.int64]
+Int8Array = npt.NDArray[np.int8]
 
 FEW_ROWS = 64
 

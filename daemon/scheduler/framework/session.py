@@ -11,7 +11,7 @@ import time
 from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
@@ -24,9 +24,6 @@ from daemon.scheduler.model.queue import NamespaceInfo, PriorityClassInfo, Queue
 from daemon.scheduler.model.resources import Resource
 from daemon.scheduler.model.snapshot import ClusterSnapshot
 from daemon.scheduler.model.task import TaskInfo, TaskStatus
-
-if TYPE_CHECKING:
-    from daemon.scheduler.framework.plugin import Plugin
 
 
 class SessionError(RuntimeError):
@@ -107,7 +104,9 @@ class Session(Combinators):
             for t in j.tasks.values():
                 extra_dims.update(t.resreq.scalars)
         self.table = NodeTable(self.node_list, extra_dims)
-        self.plugins: dict[str, Plugin] = {}
+        # The plugins opened for this session, by name (run.py fills it).  Their contract,
+        # framework/plugin.py, depends on this module; the session needs nothing of it.
+        self.plugins: dict[str, object] = {}
         self.fns: dict[str, dict[str, Any]] = defaultdict(dict)
         self.batch_fns: dict[str, dict[str, Any]] = defaultdict(dict)
         self.event_handlers: list[EventHandler] = []

@@ -34,7 +34,7 @@ over the candidate nodes it is given, multiplied by its weight and summed (float
 
 A weight of 0 disables its scorer.
 
-Node "requested" figures are those of Volcano's k8s NodeInfo snapshot (`predicates.NodeMirror`,
+Node "requested" figures are those of Volcano's k8s NodeInfo snapshot (`k8s.node_mirror.NodeMirror`,
 kept in step by the predicates plugin's event handlers, pipelined pods included and evicted
 pods removed), not `NodeInfo.used`.
 
@@ -64,28 +64,29 @@ from daemon.scheduler.framework.session import Session
 from daemon.scheduler.model.node import NodeInfo
 from daemon.scheduler.model.resources import Resource
 from daemon.scheduler.model.task import PodFacts, TaskInfo, Toleration
-from daemon.scheduler.plugins.k8s_affinity import (
-    HOSTNAME_LABEL,
-    PREFER_NO_SCHEDULE,
-    SCHEDULE_ANYWAY,
-    NodeLabelTable,
-    SelectorError,
-    SpreadConstraint,
-    count_intolerable_prefer_no_schedule,
-    merge_pod_affinity,
-    prefer_no_schedule_tolerations,
-    preferred_node_terms,
-    raw_spread_constraints,
-    required_node_affinity,
-    spread_constraints,
-)
-from daemon.scheduler.plugins.predicates import (
+from daemon.scheduler.plugins.k8s.labels import SelectorError
+from daemon.scheduler.plugins.k8s.node_affinity import preferred_node_terms, required_node_affinity
+from daemon.scheduler.plugins.k8s.node_label_table import NodeLabelTable
+from daemon.scheduler.plugins.k8s.node_mirror import (
     DEFAULT_MEMORY_REQUEST,
     DEFAULT_MILLI_CPU_REQUEST,
     GPU,
     NodeMirror,
     namespace_labels,
     node_mirror,
+)
+from daemon.scheduler.plugins.k8s.pod_affinity_terms import merge_pod_affinity
+from daemon.scheduler.plugins.k8s.spread_constraints import (
+    HOSTNAME_LABEL,
+    SCHEDULE_ANYWAY,
+    SpreadConstraint,
+    raw_spread_constraints,
+    spread_constraints,
+)
+from daemon.scheduler.plugins.k8s.taint_toleration import (
+    PREFER_NO_SCHEDULE,
+    count_intolerable_prefer_no_schedule,
+    prefer_no_schedule_tolerations,
 )
 
 NAME = "nodeorder"

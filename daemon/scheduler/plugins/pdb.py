@@ -8,7 +8,7 @@ from daemon.scheduler.framework import combinators as cb
 from daemon.scheduler.framework.session import Session
 from daemon.scheduler.model.queue import PodDisruptionBudgetInfo
 from daemon.scheduler.model.task import TaskInfo
-from daemon.scheduler.plugins.k8s_affinity import LabelSelector, SelectorError, label_selector_from_meta
+from daemon.scheduler.plugins.k8s.labels import LabelSelector, SelectorError, label_selector_from_meta
 
 NAME = "pdb"
 

@@ -19,12 +19,12 @@ answers Skip keeps its filter off for that task for the rest of the session, as 
 cycle state does).  Topology spread constraints are read from a `topology_spread_constraints`
 attribute of PodFacts (the raw `spec.topologySpreadConstraints` list) when the model has one.
 
-Volcano keeps a Kubernetes NodeInfo snapshot per session and updates it from its allocate and
-deallocate event handlers (pipeline and evict included); `NodeMirror` is that snapshot here:
-pod count, requested resources, host ports and inter-pod affinity indexes per node.  It is
-shared with the nodeorder plugin (Volcano's `ssn.NodeMap`).  As in Volcano, the lists of nodes
-holding pods with (required anti-)affinity are taken at session open: existing pods'
-anti-affinity is only looked for on nodes that held such a pod when the session opened.
+The Kubernetes filter plugins' own rules live in plugins/k8s/, one module per filter plugin
+(node_affinity, taint_toleration, node_ports, inter_pod_affinity, pod_topology_spread) beside
+the helpers they share (labels, pod_affinity_terms, spread_constraints, node_label_table);
+`k8s/node_mirror.py` is Volcano's per-session Kubernetes NodeInfo snapshot, which this plugin
+keeps in step from its allocate/deallocate event handlers.  This module holds the plugin: the
+order of the filters, the stable-filter and equivalence caches, and the PreFilter states per task.
 
 Arguments (Volcano names): `predicate.NodeAffinityEnable`, `predicate.NodePortsEnable`,
 `predicate.TaintTolerationEnable`, `predicate.PodAffinityEnable`,
@@ -44,49 +44,55 @@ counts; SimulatePredicate runs just that filter).
 from __future__ import annotations
 
 import json
-import weakref
 from collections import OrderedDict
-from collections.abc import Hashable, Iterable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Hashable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-import numpy.typing as npt
 
 from daemon.scheduler.framework import combinators as cb
 from daemon.scheduler.framework.conf import arg_bool
-from daemon.scheduler.framework.nodetable import BoolArray, IntArray
+from daemon.scheduler.framework.nodetable import BoolArray, Int8Array, IntArray
 from daemon.scheduler.framework.session import EventHandler, Session
 from daemon.scheduler.model.fit import NODE_POD_NUMBER_EXCEEDED, Code, FitError
 from daemon.scheduler.model.node import NodeInfo
-from daemon.scheduler.model.task import HostPort, PodFacts, Taint, TaskInfo, Toleration
-from daemon.scheduler.plugins.k8s_affinity import (
-    DEFAULT_BIND_ALL_HOST_IP,
-    DO_NOT_SCHEDULE,
-    NO_POD_AFFINITY,
-    NOTHING,
-    OP_EQUALS,
-    OP_IN,
-    AffinityTerm,
-    NodeLabelTable,
-    PodAffinity,
+from daemon.scheduler.model.task import PodFacts, TaskInfo
+from daemon.scheduler.plugins.k8s.inter_pod_affinity import (
+    IPA_AFFINITY,
+    IPA_REASONS,
+    SIM_INTERPOD_KEY,
+    InterPodState,
+    SimInterPod,
+    copy_interpod,
+    interpod_filter,
+    interpod_filter_rows,
+    interpod_state,
+    update_interpod,
+)
+from daemon.scheduler.plugins.k8s.labels import SelectorError
+from daemon.scheduler.plugins.k8s.node_affinity import (
     RequiredNodeAffinity,
-    SelectorError,
-    SpreadConstraint,
-    UsedPorts,
-    find_untolerated_taint,
-    matches_all_terms,
-    merge_pod_affinity,
     node_names_conflict,
-    parse_pod_affinity,
-    port_conflict,
-    raw_spread_constraints,
     required_node_affinity,
     required_node_selector_raw,
-    sanitize_port,
-    spread_constraints,
-    tolerates_unschedulable,
 )
+from daemon.scheduler.plugins.k8s.node_mirror import NodeMirror, namespace_labels, node_mirror
+from daemon.scheduler.plugins.k8s.node_ports import port_conflict
+from daemon.scheduler.plugins.k8s.pod_affinity_terms import merge_pod_affinity
+from daemon.scheduler.plugins.k8s.pod_topology_spread import (
+    SPREAD_REASONS,
+    SpreadState,
+    spread_filter,
+    spread_filter_rows,
+    spread_state,
+)
+from daemon.scheduler.plugins.k8s.spread_constraints import (
+    DO_NOT_SCHEDULE,
+    raw_spread_constraints,
+    spread_constraints,
+)
+from daemon.scheduler.plugins.k8s.taint_toleration import find_untolerated_taint, tolerates_unschedulable
 
 NAME = "predicates"
 
@@ -102,17 +108,11 @@ DRA_ENABLE = "predicate.DynamicResourceAllocationEnable"
 CACHE_ENABLE = "predicate.CacheEnable"
 
 TEMPLATE_UID_KEY = "volcano.sh/template-uid"
-GPU = "nvidia.com/gpu"
-DEFAULT_MILLI_CPU_REQUEST = 100
-DEFAULT_MEMORY_REQUEST = 200 * 1024 * 1024
 
 REASON_UNSCHEDULABLE = "node(s) were unschedulable"
 REASON_NODE_AFFINITY = "node(s) didn't match Pod's node affinity/selector"
 REASON_TAINT = "node(s) had untolerated taint(s)"
 REASON_PORTS = "node(s) didn't have free ports for the requested pod ports"
-REASON_POD_AFFINITY = "node(s) didn't match pod affinity rules"
-REASON_POD_ANTI_AFFINITY = "node(s) didn't match pod anti-affinity rules"
-REASON_EXISTING_ANTI_AFFINITY = "node(s) didn't satisfy existing pods anti-affinity rules"
 REASON_CACHE = "plugin equivalence cache predicates failed"
 NODE_AFFINITY_CONFLICT = "pod affinity terms conflict"
 
@@ -127,34 +127,9 @@ STABLE_REASONS: dict[int, tuple[Code, str]] = {
     STABLE_TAINT: (Code.UNSCHEDULABLE_AND_UNRESOLVABLE, REASON_TAINT),
     STABLE_CACHED: (Code.ERROR, REASON_CACHE),
 }
-REASON_SPREAD = "node(s) didn't match pod topology spread constraints"
-REASON_SPREAD_LABEL = REASON_SPREAD + " (missing required label)"
-SPREAD_MISSING_LABEL = 1
-SPREAD_SKEW = 2
-SPREAD_REASONS: dict[int, tuple[Code, str]] = {
-    SPREAD_MISSING_LABEL: (Code.UNSCHEDULABLE_AND_UNRESOLVABLE, REASON_SPREAD_LABEL),
-    SPREAD_SKEW: (Code.UNSCHEDULABLE, REASON_SPREAD),
-}
-MAX_INT32 = (1 << 31) - 1
-# Inter-pod affinity outcome codes; 0 passes.
-IPA_AFFINITY = 1
-IPA_ANTI_AFFINITY = 2
-IPA_EXISTING_ANTI = 3
-IPA_REASONS: dict[int, tuple[Code, str]] = {
-    IPA_AFFINITY: (Code.UNSCHEDULABLE_AND_UNRESOLVABLE, REASON_POD_AFFINITY),
-    IPA_ANTI_AFFINITY: (Code.UNSCHEDULABLE, REASON_POD_ANTI_AFFINITY),
-    IPA_EXISTING_ANTI: (Code.UNSCHEDULABLE, REASON_EXISTING_ANTI_AFFINITY),
-}
 SIGNATURE_CACHE_SIZE = 1024
-WATCH_LIMIT = 512
-ROW_WATCH_LIMIT = 128
 IPA_STATE_LIMIT = 4096
 SPREAD_STATE_LIMIT = 256
-
-Int8Array = npt.NDArray[np.int8]
-Pair = tuple[str, str]
-PairCounts = dict[Pair, int]
-PortTriple = tuple[str, str, int]
 
 
 class PrePredicateError(Exception):
@@ -163,596 +138,6 @@ class PrePredicateError(Exception):
     def __init__(self, plugin: str, message: str) -> None:
         super().__init__(f"plugin {plugin} pre-predicates failed {message}")
         self.plugin = plugin
-
-
-# =============================================================================================
-# the session's Kubernetes NodeInfo snapshot
-
-
-def _index_set(index: dict[Any, set[str]], key: Any, uid: str, add: bool) -> None:
-    if add:
-        index.setdefault(key, set()).add(uid)
-        return
-    s = index.get(key)
-    if s is not None:
-        s.discard(uid)
-        if not s:
-            del index[key]
-
-
-def _bump(counts: PairCounts, pair: Pair, delta: int) -> None:
-    """topologyToMatchedTermCount.update: add, and drop a pair that reaches zero."""
-    v = counts.get(pair, 0) + delta
-    if v:
-        counts[pair] = v
-    else:
-        counts.pop(pair, None)
-
-
-def _add_count(counts: dict[Any, PairCounts], key: Any, pair: Pair, delta: int) -> None:
-    c = counts.setdefault(key, {})
-    _bump(c, pair, delta)
-    if not c:
-        del counts[key]
-
-
-def merge_pairs(into: PairCounts, other: Mapping[Pair, int], factor: int = 1) -> None:
-    for pair, c in other.items():
-        into[pair] = into.get(pair, 0) + c * factor
-
-
-TermKey = tuple[AffinityTerm, ...]
-
-
-def _anchors(term: AffinityTerm) -> list[Pair] | None:
-    """Label pairs one of which every pod matching `term` carries (None: no such equality)."""
-    for r in term.selector.requirements:
-        if r.op in (OP_IN, OP_EQUALS):
-            return [(r.key, v) for v in r.values]
-    return None
-
-
-class NodeMirror:
-    """Volcano's k8s NodeInfo snapshot (`ssn.NodeMap`) for one session, with static node facts.
-
-    Static: node labels (`NodeLabelTable`), unschedulable flags, taint sets.  Dynamic, updated by
-    `add`/`remove` (the predicates plugin's event handlers): pods per node (the TaskInfo given at
-    add time), pod count, requested and non-zero-requested cpu/memory, requested GPUs, host
-    ports, existing pods' inter-pod affinity terms counted per topology pair, and "watches":
-    per incoming term tuple, the topology pairs of the pods matching all of its terms, computed at
-    first use and then kept in step, so that PreFilter / PreScore cost O(pairs), not O(pods).
-    """
-
-    def __init__(self, nodes: list[NodeInfo], stamp: IntArray | None = None) -> None:
-        n = self.n = len(nodes)
-        # Per-row change stamps, bumped on every add/remove (the session's NodeTable.version, so
-        # per-row memos see mirror changes as row changes).
-        self.stamp: IntArray = np.zeros(n, dtype=np.int64) if stamp is None else stamp
-        self.node_names = [nd.name for nd in nodes]
-        self.node_labels: list[Mapping[str, str]] = [nd.facts.labels for nd in nodes]
-        self.labels = NodeLabelTable(self.node_labels, self.node_names)
-        self.unschedulable: BoolArray = np.fromiter(
-            (nd.facts.unschedulable for nd in nodes), dtype=np.bool_, count=n
-        )
-        self.any_unschedulable = bool(self.unschedulable.any())
-        group_of: dict[tuple[Taint, ...], int] = {}
-        self.taint_gid: IntArray = np.fromiter(
-            (group_of.setdefault(nd.facts.taints, len(group_of)) for nd in nodes), dtype=np.int64, count=n
-        )
-        self.taint_sets: list[tuple[Taint, ...]] = list(group_of)
-        self.pods: list[dict[str, TaskInfo]] = [dict(nd.tasks) for nd in nodes]
-        self.row_of: dict[str, int] = {}
-        self.affinity_of: dict[str, PodAffinity] = {}
-        self.ports_of: dict[str, tuple[PortTriple, ...]] = {}
-        self.ports: dict[int, UsedPorts] = {}
-        self.port_rows: BoolArray = np.zeros(n, dtype=np.bool_)
-        # (protocol, port) -> host IP -> nodes whose HostPortInfo holds that entry.
-        self.port_index: dict[tuple[str, int], dict[str, set[int]]] = {}
-        # Existing pods' required anti-affinity terms on nodes listed at open -> topology pair counts.
-        self.anti_terms: dict[AffinityTerm, PairCounts] = {}
-        # Existing pods' preferred terms, keyed (term, signed weight): on all nodes / on nodes
-        # that held a pod with affinity at open.
-        self.pref_all: dict[tuple[AffinityTerm, int], PairCounts] = {}
-        self.pref_open: dict[tuple[AffinityTerm, int], PairCounts] = {}
-        self.version = 0
-        self._by_ns: dict[str, set[str]] | None = None
-        self._by_label: dict[Pair, set[str]] | None = None
-        self._affinity_cache: dict[tuple[str, int], tuple[Mapping[str, Any], PodAffinity]] = {}
-        self._watches: OrderedDict[TermKey, PairCounts] = OrderedDict()
-        self._watch_index = _AnchorIndex()
-        self._row_watches: OrderedDict[AffinityTerm, IntArray] = OrderedDict()
-        self._row_index = _AnchorIndex()
-        sums = np.zeros((6, n), dtype=np.int64)
-        affinity_rows = np.zeros(n, dtype=np.bool_)
-        anti_rows = np.zeros(n, dtype=np.bool_)
-        for row, pods in enumerate(self.pods):
-            cpu = mem = gpu = nz_cpu = nz_mem = 0
-            for uid, t in pods.items():
-                self.row_of[uid] = row
-                c, m, g = _requests(t)
-                cpu += c
-                mem += m
-                gpu += g
-                nz_cpu += c or DEFAULT_MILLI_CPU_REQUEST
-                nz_mem += m or DEFAULT_MEMORY_REQUEST
-                pod = t.pod
-                if pod.host_ports:
-                    self._add_ports(uid, row, pod)
-                pa = self.pod_affinity(t.namespace, pod)
-                if pa.with_affinity:
-                    self.affinity_of[uid] = pa
-                    affinity_rows[row] = True
-                    anti_rows[row] |= pa.with_required_anti
-            sums[:, row] = (len(pods), cpu, mem, gpu, nz_cpu, nz_mem)
-        self.count, self.req_cpu, self.req_memory, self.req_gpu, self.nz_cpu, self.nz_memory = sums
-        # HavePodsWithAffinityList / HavePodsWithRequiredAntiAffinityList, frozen at session open.
-        self.affinity_rows_at_open: BoolArray = affinity_rows
-        self.anti_rows_at_open: BoolArray = anti_rows
-        for uid, pa in self.affinity_of.items():
-            self._count_terms(self.row_of[uid], pa, 1)
-
-    # ----------------------------------------------------------------- pods
-    def pod_affinity(self, namespace: str, pod: PodFacts) -> PodAffinity:
-        aff = pod.affinity
-        if not aff or ("podAffinity" not in aff and "podAntiAffinity" not in aff):
-            return NO_POD_AFFINITY
-        key = (namespace, id(aff))
-        hit = self._affinity_cache.get(key)
-        if hit is None or hit[0] is not aff:
-            hit = (aff, parse_pod_affinity(namespace, aff))
-            self._affinity_cache[key] = hit
-        return hit[1]
-
-    def add(self, task: TaskInfo, row: int) -> None:
-        """NodeInfo.AddPodInfo (a pod already on the node is left as it is)."""
-        uid = task.uid
-        if uid in self.pods[row]:
-            return
-        self.pods[row][uid] = task
-        self.row_of[uid] = row
-        self._account(row, task, 1)
-        pod = task.pod
-        if pod.host_ports:
-            self._add_ports(uid, row, pod)
-        pa = self.pod_affinity(task.namespace, pod)
-        if pa.with_affinity:
-            self.affinity_of[uid] = pa
-            self._count_terms(row, pa, 1)
-        if self._by_ns is not None:
-            self._index_labels(task, True)
-        self._update_watches(task, row, 1)
-        self.version += 1
-        self.stamp[row] += 1
-
-    def remove(self, task: TaskInfo, row: int) -> None:
-        """NodeInfo.RemovePod: unknown pods are ignored (Kubernetes returns an error)."""
-        held = self.pods[row].pop(task.uid, None)
-        if held is None:
-            return
-        uid = held.uid
-        self.row_of.pop(uid, None)
-        self._account(row, held, -1)
-        ports = self.ports_of.pop(uid, None)
-        if ports:
-            self._remove_ports(row, ports)
-        pa = self.affinity_of.pop(uid, None)
-        if pa is not None:
-            self._count_terms(row, pa, -1)
-        if self._by_ns is not None:
-            self._index_labels(held, False)
-        self._update_watches(held, row, -1)
-        self.version += 1
-        self.stamp[row] += 1
-
-    def _add_ports(self, uid: str, row: int, pod: PodFacts) -> None:
-        """HostPortInfo.Add for each host port of the pod (a set per node: ip -> protocol/port)."""
-        ports = tuple(sanitize_port(p.ip, p.protocol, p.port) for p in pod.host_ports if p.port > 0)
-        if not ports:
-            return
-        self.ports_of[uid] = ports
-        used = self.ports.setdefault(row, {})
-        for ip, proto, port in ports:
-            used.setdefault((proto, port), set()).add(ip)
-            self.port_index.setdefault((proto, port), {}).setdefault(ip, set()).add(row)
-        self.port_rows[row] = True
-
-    def _remove_ports(self, row: int, ports: tuple[PortTriple, ...]) -> None:
-        """HostPortInfo.Remove: the entry goes even if another pod on the node used it too."""
-        used = self.ports.get(row, {})
-        for ip, proto, port in ports:
-            ips = used.get((proto, port))
-            if ips is None or ip not in ips:
-                continue
-            ips.discard(ip)
-            if not ips:
-                del used[(proto, port)]
-            by_ip = self.port_index[(proto, port)]
-            by_ip[ip].discard(row)
-            if not by_ip[ip]:
-                del by_ip[ip]
-                if not by_ip:
-                    del self.port_index[(proto, port)]
-        if not used:
-            self.ports.pop(row, None)
-            self.port_rows[row] = False
-
-    def port_conflict_rows(self, wanted: Iterable[HostPort]) -> BoolArray:
-        """Per node: some wanted host port conflicts with the node's used ports (CheckConflict)."""
-        out = np.zeros(self.n, dtype=np.bool_)
-        for p in wanted:
-            ip, proto, port = sanitize_port(p.ip, p.protocol, p.port)
-            by_ip = self.port_index.get((proto, port)) if port > 0 else None
-            if not by_ip:
-                continue
-            ips = by_ip if ip == DEFAULT_BIND_ALL_HOST_IP else (ip, DEFAULT_BIND_ALL_HOST_IP)
-            for one in ips:
-                rows = by_ip.get(one)
-                if rows:
-                    out[np.fromiter(rows, dtype=np.int64, count=len(rows))] = True
-        return out
-
-    def _account(self, row: int, task: TaskInfo, sign: int) -> None:
-        c, m, g = _requests(task)
-        self.count[row] += sign
-        self.req_cpu[row] += sign * c
-        self.req_memory[row] += sign * m
-        self.req_gpu[row] += sign * g
-        self.nz_cpu[row] += sign * (c or DEFAULT_MILLI_CPU_REQUEST)
-        self.nz_memory[row] += sign * (m or DEFAULT_MEMORY_REQUEST)
-
-    def _count_terms(self, row: int, pa: PodAffinity, sign: int) -> None:
-        labels = self.node_labels[row]
-        if self.anti_rows_at_open[row]:
-            for t in pa.required_anti:
-                v = labels.get(t.topology_key)
-                if v is not None:
-                    _add_count(self.anti_terms, t, (t.topology_key, v), sign)
-        for weighted, mult in ((pa.preferred_affinity, 1), (pa.preferred_anti, -1)):
-            for w in weighted:
-                v = labels.get(w.term.topology_key)
-                if v is None:
-                    continue
-                key = (w.term, w.weight * mult)
-                pair = (w.term.topology_key, v)
-                _add_count(self.pref_all, key, pair, sign)
-                if self.affinity_rows_at_open[row]:
-                    _add_count(self.pref_open, key, pair, sign)
-
-    def untolerated_rows(self, tolerations: tuple[Toleration, ...]) -> BoolArray:
-        """Per node: a NoSchedule / NoExecute taint the tolerations do not tolerate."""
-        bad = np.fromiter(
-            (find_untolerated_taint(ts, tolerations) is not None for ts in self.taint_sets),
-            dtype=np.bool_,
-            count=len(self.taint_sets),
-        )
-        out: BoolArray = bad[self.taint_gid]
-        return out
-
-    def spread_row_counts(self, namespace: str, c: SpreadConstraint) -> IntArray:
-        """Per node: pods matching a spread constraint (countPodsMatchSelector); read only."""
-        if c.selector.empty or c.selector.nothing:
-            return np.zeros(self.n, dtype=np.int64)
-        return self.row_watch(AffinityTerm(frozenset((namespace,)), NOTHING, c.selector, ""))
-
-    def spread_included(
-        self,
-        constraints: tuple[SpreadConstraint, ...],
-        c: SpreadConstraint,
-        affinity_ok: BoolArray,
-        untolerated: BoolArray | None,
-    ) -> BoolArray:
-        """Nodes counted for `c`: all topology keys present, then the node inclusion policies."""
-        out = np.ones(self.n, dtype=np.bool_)
-        for k in {x.topology_key for x in constraints}:
-            out &= self.labels.has(k)
-        if c.honor_node_affinity:
-            out &= affinity_ok
-        if c.honor_node_taints and untolerated is not None:
-            out &= ~untolerated
-        return out
-
-    def topology_pair(self, row: int, key: str) -> Pair | None:
-        v = self.node_labels[row].get(key)
-        return None if v is None else (key, v)
-
-    # ----------------------------------------------------------------- label index
-    def _index_labels(self, task: TaskInfo, add: bool) -> None:
-        assert self._by_ns is not None and self._by_label is not None
-        _index_set(self._by_ns, task.namespace, task.uid, add)
-        for kv in task.pod.labels.items():
-            _index_set(self._by_label, kv, task.uid, add)
-
-    def _ensure_label_index(self) -> tuple[dict[str, set[str]], dict[Pair, set[str]]]:
-        if self._by_ns is None or self._by_label is None:
-            self._by_ns = {}
-            self._by_label = {}
-            for pods in self.pods:
-                for t in pods.values():
-                    self._index_labels(t, True)
-        return self._by_ns, self._by_label
-
-    def _task(self, uid: str) -> TaskInfo:
-        return self.pods[self.row_of[uid]][uid]
-
-    def candidates(self, term: AffinityTerm) -> list[TaskInfo]:
-        """Pods on any node that match an incoming (namespace-merged) term."""
-        if term.selector.nothing:
-            return []
-        by_ns, by_label = self._ensure_label_index()
-        pools: list[list[str]] = []
-        for r in term.selector.requirements:
-            if r.op in (OP_IN, OP_EQUALS):
-                pools.append([u for v in r.values for u in by_label.get((r.key, v), ())])
-        if not pools and term.ns_selector.nothing:
-            pools.append([u for ns in term.namespaces for u in by_ns.get(ns, ())])
-        if pools:
-            found: Iterable[TaskInfo] = (self._task(u) for u in min(pools, key=len))
-        else:
-            found = (t for pods in self.pods for t in pods.values())
-        return [t for t in found if term.matches(t.namespace, t.pod.labels, None)]
-
-    # ----------------------------------------------------------------- watches
-    def watch(self, key: TermKey) -> PairCounts:
-        """Topology pairs (each term's key on the pod's node) of pods matching every term of `key`.
-
-        The returned mapping is live (kept in step by add/remove): read it, do not keep it.
-        """
-        counts = self._watches.get(key)
-        if counts is not None:
-            self._watches.move_to_end(key)
-            return counts
-        counts = {}
-        rest = key[1:]
-        for t in self.candidates(key[0]):
-            if all(r.matches(t.namespace, t.pod.labels, None) for r in rest):
-                row = self.row_of[t.uid]
-                for term in key:
-                    pair = self.topology_pair(row, term.topology_key)
-                    if pair is not None:
-                        _bump(counts, pair, 1)
-        self._watches[key] = counts
-        self._watch_index.add(key, _anchors(key[0]))
-        if len(self._watches) > WATCH_LIMIT:
-            old = next(iter(self._watches))
-            del self._watches[old]
-            self._watch_index.remove(old, _anchors(old[0]))
-        return counts
-
-    def row_watch(self, term: AffinityTerm) -> IntArray:
-        """Per node: live pods matching `term` (not terminating); live array, read only."""
-        counts = self._row_watches.get(term)
-        if counts is not None:
-            self._row_watches.move_to_end(term)
-            return counts
-        rows = [self.row_of[t.uid] for t in self.candidates(term) if not t.pod.deleting]
-        counts = np.bincount(np.asarray(rows, dtype=np.int64), minlength=self.n).astype(np.int64)
-        self._row_watches[term] = counts
-        self._row_index.add(term, _anchors(term))
-        if len(self._row_watches) > ROW_WATCH_LIMIT:
-            old = next(iter(self._row_watches))
-            del self._row_watches[old]
-            self._row_index.remove(old, _anchors(old))
-        return counts
-
-    def _update_watches(self, task: TaskInfo, row: int, sign: int) -> None:
-        labels = task.pod.labels
-        if self._watches:
-            for key in self._watch_index.keys_for(labels):
-                if all(t.matches(task.namespace, labels, None) for t in key):
-                    counts = self._watches[key]
-                    for term in key:
-                        pair = self.topology_pair(row, term.topology_key)
-                        if pair is not None:
-                            _bump(counts, pair, sign)
-        if self._row_watches and not task.pod.deleting:
-            for term in self._row_index.keys_for(labels):
-                if term.matches(task.namespace, labels, None):
-                    self._row_watches[term][row] += sign
-
-
-class _AnchorIndex:
-    """Watch keys by a label pair every matching pod carries, so an event checks only likely keys."""
-
-    def __init__(self) -> None:
-        self.by_label: dict[Pair, set[Any]] = {}
-        self.generic: set[Any] = set()
-
-    def add(self, key: Any, anchors: list[Pair] | None) -> None:
-        if anchors is None:
-            self.generic.add(key)
-            return
-        for a in anchors:
-            self.by_label.setdefault(a, set()).add(key)
-
-    def remove(self, key: Any, anchors: list[Pair] | None) -> None:
-        if anchors is None:
-            self.generic.discard(key)
-            return
-        for a in anchors:
-            _index_set(self.by_label, a, key, False)
-
-    def keys_for(self, labels: Mapping[str, str]) -> set[Any]:
-        keys = set(self.generic)
-        for kv in labels.items():
-            found = self.by_label.get(kv)
-            if found:
-                keys |= found
-        return keys
-
-
-def _requests(task: TaskInfo) -> tuple[int, int, int]:
-    """A pod's cpu (milli), memory (bytes) and nvidia.com/gpu (milli) requests as integers."""
-    r = task.resreq
-    return round(r.cpu), round(r.memory), round(r.scalars.get(GPU, 0))
-
-
-_MIRRORS: weakref.WeakKeyDictionary[Session, NodeMirror] = weakref.WeakKeyDictionary()
-
-
-def node_mirror(ssn: Session) -> NodeMirror:
-    """The session's k8s NodeInfo snapshot, built at first use (session open)."""
-    m = _MIRRORS.get(ssn)
-    if m is None:
-        m = NodeMirror(ssn.node_list, ssn.table.version)
-        _MIRRORS[ssn] = m
-    return m
-
-
-def namespace_labels(ssn: Session) -> dict[str, Mapping[str, str]]:
-    return {name: ns.labels for name, ns in ssn.namespaces.items()}
-
-
-# =============================================================================================
-# inter-pod affinity PreFilter state
-
-
-def _by_key(counts: PairCounts) -> dict[str, dict[str, int]]:
-    out: dict[str, dict[str, int]] = {}
-    for (k, v), c in counts.items():
-        out.setdefault(k, {})[v] = c
-    return out
-
-
-@dataclass(slots=True)
-class InterPodState:
-    """preFilterState of InterPodAffinity for one task."""
-
-    affinity: PodAffinity
-    affinity_counts: PairCounts
-    anti_counts: PairCounts
-    existing_anti: PairCounts
-    matches_own: bool
-    by_key_affinity: dict[str, dict[str, int]] = field(default_factory=dict)
-    by_key_anti: dict[str, dict[str, int]] = field(default_factory=dict)
-    by_key_existing: dict[str, dict[str, int]] = field(default_factory=dict)
-
-    def __post_init__(self) -> None:
-        self.by_key_affinity = _by_key(self.affinity_counts)
-        self.by_key_anti = _by_key(self.anti_counts)
-        self.by_key_existing = _by_key({p: c for p, c in self.existing_anti.items() if c > 0})
-
-
-def interpod_state(
-    mirror: NodeMirror, task: TaskInfo, pa: PodAffinity, ns_labels: Mapping[str, str] | None
-) -> InterPodState | None:
-    """InterPodAffinity.PreFilter over the snapshot; None means Skip."""
-    existing: PairCounts = {}
-    for term, counts in mirror.anti_terms.items():
-        if term.matches(task.namespace, task.pod.labels, ns_labels):
-            merge_pairs(existing, counts)
-    if not existing and not pa.required_affinity and not pa.required_anti:
-        return None
-    affinity_counts = dict(mirror.watch(pa.required_affinity)) if pa.required_affinity else {}
-    anti_counts: PairCounts = {}
-    for t in pa.required_anti:
-        merge_pairs(anti_counts, mirror.watch((t,)))
-    own = matches_all_terms(pa.required_affinity, task.namespace, task.pod.labels)
-    return InterPodState(pa, affinity_counts, anti_counts, existing, own)
-
-
-def interpod_filter(state: InterPodState, labels: Mapping[str, str]) -> int:
-    """InterPodAffinity.Filter on one node: 0, or the IPA_* code of the first failing rule."""
-    pods_exist = True
-    for t in state.affinity.required_affinity:
-        v = labels.get(t.topology_key)
-        if v is None:
-            return IPA_AFFINITY
-        if state.affinity_counts.get((t.topology_key, v), 0) <= 0:
-            pods_exist = False
-    if not pods_exist and not (not state.affinity_counts and state.matches_own):
-        return IPA_AFFINITY
-    if state.anti_counts:
-        for t in state.affinity.required_anti:
-            v = labels.get(t.topology_key)
-            if v is not None and state.anti_counts.get((t.topology_key, v), 0) > 0:
-                return IPA_ANTI_AFFINITY
-    if state.existing_anti:
-        for k, v in labels.items():
-            if state.existing_anti.get((k, v), 0) > 0:
-                return IPA_EXISTING_ANTI
-    return 0
-
-
-def interpod_filter_rows(state: InterPodState, table: NodeLabelTable, rows: IntArray) -> Int8Array:
-    """Vectorised `interpod_filter` over node rows."""
-    codes = np.zeros(len(rows), dtype=np.int8)
-    terms = state.affinity.required_affinity
-    if terms:
-        has_all = np.ones(len(rows), dtype=np.bool_)
-        exist = np.ones(len(rows), dtype=np.bool_)
-        for t in terms:
-            key = t.topology_key
-            has_all &= table.has(key)[rows]
-            exist &= table.pair_counts(key, state.by_key_affinity.get(key, {}))[rows] > 0
-        first_pod = not state.affinity_counts and state.matches_own
-        allowed = has_all & (exist | first_pod)
-        codes[~allowed] = IPA_AFFINITY
-    if state.anti_counts:
-        hit = np.zeros(len(rows), dtype=np.bool_)
-        for t in state.affinity.required_anti:
-            key = t.topology_key
-            hit |= table.pair_counts(key, state.by_key_anti.get(key, {}))[rows] > 0
-        codes[(codes == 0) & hit] = IPA_ANTI_AFFINITY
-    if state.by_key_existing:
-        hit = np.zeros(len(rows), dtype=np.bool_)
-        for key, values in state.by_key_existing.items():
-            hit |= table.lookup(key, values)[rows]
-        codes[(codes == 0) & hit] = IPA_EXISTING_ANTI
-    return codes
-
-
-SIM_INTERPOD_KEY = "predicates/InterPodAffinity"
-
-
-def copy_interpod(st: InterPodState) -> InterPodState:
-    return InterPodState(
-        st.affinity, dict(st.affinity_counts), dict(st.anti_counts), dict(st.existing_anti), st.matches_own
-    )
-
-
-class SimInterPod:
-    """A task's InterPodAffinity PreFilter state held in a dry-run cycle state."""
-
-    __slots__ = ("state",)
-
-    def __init__(self, state: InterPodState) -> None:
-        self.state = state
-
-    def clone(self) -> SimInterPod:
-        return SimInterPod(copy_interpod(self.state))
-
-
-def update_interpod(
-    st: InterPodState,
-    other: TaskInfo,
-    other_pa: PodAffinity,
-    node_labels: Mapping[str, str],
-    incoming_ns_labels: Mapping[str, str] | None,
-    incoming: TaskInfo,
-    sign: int,
-) -> None:
-    """preFilterState.updateWithPod: count `other` (+1 added, -1 removed) on a node with these labels."""
-
-    def bump(counts: PairCounts, key: str) -> None:
-        v = node_labels.get(key)
-        if v is not None:
-            _bump(counts, (key, v), sign)
-
-    for t in other_pa.required_anti:
-        if t.matches(incoming.namespace, incoming.pod.labels, incoming_ns_labels):
-            bump(st.existing_anti, t.topology_key)
-    terms = st.affinity.required_affinity
-    if matches_all_terms(terms, other.namespace, other.pod.labels):
-        for t in terms:
-            bump(st.affinity_counts, t.topology_key)
-    for t in st.affinity.required_anti:
-        if t.matches(other.namespace, other.pod.labels, None):
-            bump(st.anti_counts, t.topology_key)
-    st.__post_init__()
-
-
-# =============================================================================================
-# the plugin
 
 
 @dataclass(slots=True)
@@ -1181,70 +566,6 @@ class PredicatesPlugin:
         tc.seen[fresh] = True
         tc.fit[fresh] = full[fresh] == 0
         return codes
-
-
-# =============================================================================================
-# pod topology spread (DoNotSchedule constraints)
-
-
-@dataclass(slots=True)
-class SpreadState:
-    """PodTopologySpread preFilterState: per constraint, matching pods per domain (by label code)."""
-
-    constraints: tuple[SpreadConstraint, ...]
-    match: list[IntArray]  # per constraint: label code -> matching pods (extra trailing slot 0)
-    min_match: list[int]
-    self_match: list[int]
-
-
-def spread_state(
-    mirror: NodeMirror, task: TaskInfo, constraints: tuple[SpreadConstraint, ...], aff: RequiredNodeAffinity
-) -> SpreadState:
-    """calPreFilterState over every node of the snapshot."""
-    affinity_ok = mirror.labels.required_node_affinity(aff)
-    honor_taints = any(c.honor_node_taints for c in constraints)
-    untolerated = mirror.untolerated_rows(task.pod.tolerations) if honor_taints else None
-    match: list[IntArray] = []
-    min_match: list[int] = []
-    for c in constraints:
-        included = mirror.spread_included(constraints, c, affinity_ok, untolerated)
-        codes, vocab = mirror.labels.column(c.topology_key)
-        counts = mirror.spread_row_counts(task.namespace, c)
-        size = len(vocab) + 1
-        sel = codes[included]
-        per_code = np.bincount(sel, weights=counts[included], minlength=size).astype(np.int64)
-        domains = np.bincount(sel, minlength=size) > 0
-        lowest = int(per_code[domains].min()) if domains.any() else MAX_INT32
-        if int(domains.sum()) < c.min_domains:
-            lowest = 0
-        match.append(per_code)
-        min_match.append(lowest)
-    self_match = [1 if c.selector.matches(task.pod.labels) else 0 for c in constraints]
-    return SpreadState(constraints, match, min_match, self_match)
-
-
-def spread_filter(state: SpreadState, table: NodeLabelTable, labels: Mapping[str, str]) -> int:
-    """PodTopologySpread.Filter on one node: 0 or the SPREAD_* code of the first failing constraint."""
-    for i, c in enumerate(state.constraints):
-        v = labels.get(c.topology_key)
-        if v is None:
-            return SPREAD_MISSING_LABEL
-        code = table.column(c.topology_key)[1].get(v, -1)
-        matched = int(state.match[i][code]) if code >= 0 else 0
-        if matched + state.self_match[i] - state.min_match[i] > c.max_skew:
-            return SPREAD_SKEW
-    return 0
-
-
-def spread_filter_rows(state: SpreadState, table: NodeLabelTable, rows: IntArray) -> Int8Array:
-    codes = np.zeros(len(rows), dtype=np.int8)
-    for i, c in enumerate(state.constraints):
-        col = table.column(c.topology_key)[0][rows]
-        missing = col < 0
-        skew = state.match[i][col] + state.self_match[i] - state.min_match[i]
-        codes[(codes == 0) & missing] = SPREAD_MISSING_LABEL
-        codes[(codes == 0) & ~missing & (skew > c.max_skew)] = SPREAD_SKEW
-    return codes
 
 
 def new(arguments: dict[str, Any]) -> PredicatesPlugin:

@@ -22,9 +22,13 @@ from daemon.scheduler.model.queue import QueueInfo
 from daemon.scheduler.model.resources import Resource
 from daemon.scheduler.model.snapshot import ClusterSnapshot
 from daemon.scheduler.model.task import PodFacts, Taint, TaskInfo, TaskStatus, Toleration
-from daemon.scheduler.plugins import k8s_affinity as ka
 from daemon.scheduler.plugins import nodeorder as no
 from daemon.scheduler.plugins import predicates as pr
+from daemon.scheduler.plugins.k8s import node_affinity as k8s_node_affinity
+from daemon.scheduler.plugins.k8s import node_mirror as k8s_mirror
+from daemon.scheduler.plugins.k8s import pod_affinity_terms as k8s_terms
+from daemon.scheduler.plugins.k8s import spread_constraints as k8s_spread
+from daemon.scheduler.plugins.k8s import taint_toleration as k8s_taints
 
 GI = 1024**3
 MI = 1024**2
@@ -562,9 +566,9 @@ def _ref_normalize(raw: list[int], reverse: bool) -> list[int]:
 
 def _ref_interpod(ssn: Session, task: TaskInfo, rows: list[int]) -> list[int] | None:
     """PreScore by walking every pod of the snapshot, as the Go code does."""
-    m = pr.node_mirror(ssn)
+    m = k8s_mirror.node_mirror(ssn)
     pa = m.pod_affinity(task.namespace, task.pod)
-    merged = ka.merge_pod_affinity(pa, pr.namespace_labels(ssn))
+    merged = k8s_terms.merge_pod_affinity(pa, k8s_mirror.namespace_labels(ssn))
     has = bool(pa.preferred_affinity or pa.preferred_anti)
     topo: dict[tuple[str, str], int] = {}
     hit = False
@@ -573,7 +577,7 @@ def _ref_interpod(ssn: Session, task: TaskInfo, rows: list[int]) -> list[int] | 
             continue
         node_labels = m.node_labels[row]
         for e in m.pods[row].values():
-            e_aff = ka.parse_pod_affinity(e.namespace, e.pod.affinity)
+            e_aff = k8s_terms.parse_pod_affinity(e.namespace, e.pod.affinity)
             if not has and not e_aff.with_affinity:
                 continue
             if not node_labels:
@@ -602,15 +606,15 @@ def _ref_interpod(ssn: Session, task: TaskInfo, rows: list[int]) -> list[int] | 
 
 
 def _reference(ssn: Session, plugin: no.NodeOrderPlugin, task: TaskInfo, rows: list[int]) -> list[int]:
-    m = pr.node_mirror(ssn)
+    m = k8s_mirror.node_mirror(ssn)
     w = plugin.weights
     r = task.resreq
     cpu, mem, gpu = int(r.cpu), int(r.memory), int(r.scalars.get("nvidia.com/gpu", 0))
     nz_cpu, nz_mem = cpu or 100, mem or 200 * MI
     total = [0] * len(rows)
     aff_raw, taint_raw = [], []
-    prefs = ka.preferred_node_terms(task.pod.affinity)
-    soft = ka.prefer_no_schedule_tolerations(task.pod.tolerations)
+    prefs = k8s_node_affinity.preferred_node_terms(task.pod.affinity)
+    soft = k8s_taints.prefer_no_schedule_tolerations(task.pod.tolerations)
     for i, row in enumerate(rows):
         node = ssn.node_list[row]
         a = node.allocatable
@@ -626,8 +630,8 @@ def _reference(ssn: Session, plugin: no.NodeOrderPlugin, task: TaskInfo, rows: l
             after = _ref_balanced([(h + p, c) for (h, c), p in zip(held, pod, strict=True)])
             before = _ref_balanced(held)
             total[i] += w.balanced_resource * (50 + (50 + after - before) // 2)
-        aff_raw.append(ka.preferred_node_score(prefs, node.facts.labels, node.name))
-        taint_raw.append(ka.count_intolerable_prefer_no_schedule(node.facts.taints, soft))
+        aff_raw.append(k8s_node_affinity.preferred_node_score(prefs, node.facts.labels, node.name))
+        taint_raw.append(k8s_taints.count_intolerable_prefer_no_schedule(node.facts.taints, soft))
     for i, s in enumerate(_ref_normalize(aff_raw, False)):
         total[i] += w.node_affinity * s
     for i, s in enumerate(_ref_normalize(taint_raw, True)):
@@ -647,8 +651,10 @@ def _reference(ssn: Session, plugin: no.NodeOrderPlugin, task: TaskInfo, rows: l
 
 def _ref_spread(ssn: Session, task: TaskInfo, rows: list[int]) -> list[int] | None:
     """PodTopologySpread PreScore / Score / NormalizeScore by walking every node and pod (Go's loops)."""
-    m = pr.node_mirror(ssn)
-    cs = ka.spread_constraints(ka.raw_spread_constraints(task.pod), task.pod.labels, ka.SCHEDULE_ANYWAY)
+    m = k8s_mirror.node_mirror(ssn)
+    cs = k8s_spread.spread_constraints(
+        k8s_spread.raw_spread_constraints(task.pod), task.pod.labels, k8s_spread.SCHEDULE_ANYWAY
+    )
     if not cs:
         return None
     nodes = ssn.node_list
@@ -657,7 +663,7 @@ def _ref_spread(ssn: Session, task: TaskInfo, rows: list[int]) -> list[int] | No
     size = [0] * len(cs)
     for r in rows:
         labels = nodes[r].facts.labels
-        if not ka.node_has_spread_keys(labels, cs):
+        if not k8s_spread.node_has_spread_keys(labels, cs):
             ignored.add(r)
             continue
         for i, c in enumerate(cs):
@@ -668,22 +674,24 @@ def _ref_spread(ssn: Session, task: TaskInfo, rows: list[int]) -> list[int] | No
         math.log((len(rows) - len(ignored) if c.topology_key == HOST else size[i]) + 2)
         for i, c in enumerate(cs)
     ]
-    aff = ka.required_node_affinity(task.pod.node_selector, task.pod.affinity)
+    aff = k8s_node_affinity.required_node_affinity(task.pod.node_selector, task.pod.affinity)
 
-    def count(row: int, c: ka.SpreadConstraint) -> int:
+    def count(row: int, c: k8s_spread.SpreadConstraint) -> int:
         return sum(
-            ka.spread_matches(c, t.namespace, t.pod.labels, t.pod.deleting, task.namespace)
+            k8s_spread.spread_matches(c, t.namespace, t.pod.labels, t.pod.deleting, task.namespace)
             for t in m.pods[row].values()
         )
 
     for row, node in enumerate(nodes):
         labels = node.facts.labels
-        if not ka.node_has_spread_keys(labels, cs):
+        if not k8s_spread.node_has_spread_keys(labels, cs):
             continue
         for c in cs:
             if c.honor_node_affinity and not aff.matches(labels, node.name):
                 continue
-            if c.honor_node_taints and ka.find_untolerated_taint(node.facts.taints, task.pod.tolerations):
+            if c.honor_node_taints and k8s_taints.find_untolerated_taint(
+                node.facts.taints, task.pod.tolerations
+            ):
                 continue
             pair = (c.topology_key, labels[c.topology_key])
             if pair in pairs:

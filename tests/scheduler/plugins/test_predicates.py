@@ -22,8 +22,15 @@ from daemon.scheduler.model.queue import NamespaceInfo, QueueInfo
 from daemon.scheduler.model.resources import Resource
 from daemon.scheduler.model.snapshot import ClusterSnapshot
 from daemon.scheduler.model.task import HostPort, PodFacts, Taint, TaskInfo, TaskStatus, Toleration
-from daemon.scheduler.plugins import k8s_affinity as ka
 from daemon.scheduler.plugins import predicates as pr
+from daemon.scheduler.plugins.k8s import inter_pod_affinity as k8s_interpod
+from daemon.scheduler.plugins.k8s import node_affinity as k8s_node_affinity
+from daemon.scheduler.plugins.k8s import node_label_table as k8s_table
+from daemon.scheduler.plugins.k8s import node_mirror as k8s_mirror
+from daemon.scheduler.plugins.k8s import pod_affinity_terms as k8s_terms
+from daemon.scheduler.plugins.k8s import pod_topology_spread as k8s_topology_spread
+from daemon.scheduler.plugins.k8s import spread_constraints as k8s_spread
+from daemon.scheduler.plugins.k8s import taint_toleration as k8s_taints
 
 GI = 1024**3
 HOST = "kubernetes.io/hostname"
@@ -208,9 +215,11 @@ def pod_affinity(*terms: dict[str, Any], anti: bool = False) -> dict[str, Any]:
     ],
 )
 def test_node_selector_operators(op: str, values: list[str], labels: dict[str, str], expected: bool) -> None:
-    aff = ka.required_node_affinity({}, node_affinity({"matchExpressions": [expr("k", op, *values)]}))
+    aff = k8s_node_affinity.required_node_affinity(
+        {}, node_affinity({"matchExpressions": [expr("k", op, *values)]})
+    )
     assert aff.matches(labels, "n") is expected
-    table = ka.NodeLabelTable([labels, {}], ["n", "other"])
+    table = k8s_table.NodeLabelTable([labels, {}], ["n", "other"])
     assert bool(table.required_node_affinity(aff)[0]) is expected
 
 
@@ -220,32 +229,34 @@ def test_node_selector_operators(op: str, values: list[str], labels: dict[str, s
 )
 def test_invalid_requirements_never_match(op: str, values: list[str]) -> None:
     term = {"matchExpressions": [expr("k", op, *values)]}
-    aff = ka.required_node_affinity({}, node_affinity(term))
+    aff = k8s_node_affinity.required_node_affinity({}, node_affinity(term))
     assert aff.terms is not None and aff.terms[0].error
     assert not aff.matches({"k": "1"}, "n")
     # An invalid term does not spoil the other (ORed) terms.
-    aff2 = ka.required_node_affinity({}, node_affinity(term, {"matchExpressions": [expr("k", "Exists")]}))
+    aff2 = k8s_node_affinity.required_node_affinity(
+        {}, node_affinity(term, {"matchExpressions": [expr("k", "Exists")]})
+    )
     assert aff2.matches({"k": "1"}, "n")
 
 
 def test_match_fields_metadata_name_and_term_semantics() -> None:
     in_n1 = {"matchFields": [expr("metadata.name", "In", "n1")]}
     not_n1 = {"matchFields": [expr("metadata.name", "NotIn", "n1")]}
-    assert ka.required_node_affinity({}, node_affinity(in_n1)).matches({}, "n1")
-    assert not ka.required_node_affinity({}, node_affinity(in_n1)).matches({}, "n2")
-    assert ka.required_node_affinity({}, node_affinity(not_n1)).matches({}, "n2")
+    assert k8s_node_affinity.required_node_affinity({}, node_affinity(in_n1)).matches({}, "n1")
+    assert not k8s_node_affinity.required_node_affinity({}, node_affinity(in_n1)).matches({}, "n2")
+    assert k8s_node_affinity.required_node_affinity({}, node_affinity(not_n1)).matches({}, "n2")
     # matchFields In needs exactly one value.
     two = {"matchFields": [expr("metadata.name", "In", "n1", "n2")]}
-    assert not ka.required_node_affinity({}, node_affinity(two)).matches({}, "n1")
+    assert not k8s_node_affinity.required_node_affinity({}, node_affinity(two)).matches({}, "n1")
     # Labels and fields of one term are ANDed; terms are ORed; no term at all matches nothing.
     both = {"matchExpressions": [expr("zone", "In", "a")], "matchFields": [expr("metadata.name", "In", "n1")]}
-    aff = ka.required_node_affinity({}, node_affinity(both))
+    aff = k8s_node_affinity.required_node_affinity({}, node_affinity(both))
     assert aff.matches({"zone": "a"}, "n1") and not aff.matches({"zone": "b"}, "n1")
-    assert not ka.required_node_affinity({}, node_affinity()).matches({"zone": "a"}, "n1")
+    assert not k8s_node_affinity.required_node_affinity({}, node_affinity()).matches({"zone": "a"}, "n1")
     # Empty terms are dropped: a list of only empty terms matches nothing either.
-    assert not ka.required_node_affinity({}, node_affinity({})).matches({}, "n1")
+    assert not k8s_node_affinity.required_node_affinity({}, node_affinity({})).matches({}, "n1")
     # nodeSelector and affinity are ANDed.
-    aff = ka.required_node_affinity(
+    aff = k8s_node_affinity.required_node_affinity(
         {"disk": "ssd"}, node_affinity({"matchExpressions": [expr("zone", "Exists")]})
     )
     assert aff.matches({"disk": "ssd", "zone": "a"}, "x") and not aff.matches({"zone": "a"}, "x")
@@ -305,7 +316,7 @@ def test_pre_predicate_node_name_conflict() -> None:
     ],
 )
 def test_toleration_rules(toleration: Toleration, tolerated: bool) -> None:
-    assert ka.tolerates(toleration, Taint("dedicated", "gpu", "NoSchedule")) is tolerated
+    assert k8s_taints.tolerates(toleration, Taint("dedicated", "gpu", "NoSchedule")) is tolerated
 
 
 def test_taint_filter_effects() -> None:
@@ -442,7 +453,7 @@ def test_pod_affinity_by_zone() -> None:
     t = the(ssn, "web")
     assert ssn.pre_predicate_fn(t) is None
     assert fits(ssn, t) == ["a1", "a2"]
-    assert reasons(ssn, t, "b1") == [pr.REASON_POD_AFFINITY]
+    assert reasons(ssn, t, "b1") == [k8s_interpod.REASON_POD_AFFINITY]
     err = ssn.predicate_fn(t, ssn.nodes["x"])  # no zone label: affinity cannot hold
     assert isinstance(err, FitError) and err.unresolvable
 
@@ -468,7 +479,9 @@ def test_pod_anti_affinity_of_incoming_pod() -> None:
     assert fits(ssn, tt) == ["b1", "x"]
     err = ssn.predicate_fn(tt, ssn.nodes["a2"])
     assert isinstance(err, FitError)
-    assert err.statuses == [(Code.UNSCHEDULABLE, pr.REASON_POD_ANTI_AFFINITY)] and not err.unresolvable
+    assert (
+        err.statuses == [(Code.UNSCHEDULABLE, k8s_interpod.REASON_POD_ANTI_AFFINITY)] and not err.unresolvable
+    )
 
 
 def test_existing_pods_anti_affinity_blocks_matching_pod() -> None:
@@ -484,7 +497,7 @@ def test_existing_pods_anti_affinity_blocks_matching_pod() -> None:
     for name in ("web", "db"):
         ssn.pre_predicate_fn(the(ssn, name))
     assert fits(ssn, the(ssn, "web")) == ["b1", "x"]
-    assert reasons(ssn, the(ssn, "web"), "a2") == [pr.REASON_EXISTING_ANTI_AFFINITY]
+    assert reasons(ssn, the(ssn, "web"), "a2") == [k8s_interpod.REASON_EXISTING_ANTI_AFFINITY]
     assert fits(ssn, the(ssn, "db")) == ["a1", "a2", "b1", "x"]
     # Evicting the guard removes it from the snapshot; the next PrePredicate sees that.
     Statement(ssn).evict(the(ssn, "guard"), "test")
@@ -604,7 +617,7 @@ def test_topology_spread_filter_skew_and_missing_label() -> None:
     ssn, p = _spread_cluster(mk_task("p", labels={"app": "foo"}, spread=(_spread(),)))
     # zone counts 2, 1, 0; global minimum 0; the pod matches itself: skew = count + 1.
     assert fits(ssn, p) == ["n3"]
-    assert reasons(ssn, p, "n2") == [pr.REASON_SPREAD]
+    assert reasons(ssn, p, "n2") == [k8s_topology_spread.REASON_SPREAD]
     err = ssn.predicate_fn(p, ssn.nodes["x"])
     assert isinstance(err, FitError) and err.unresolvable
     assert err.reasons() == ["node(s) didn't match pod topology spread constraints (missing required label)"]
@@ -765,30 +778,34 @@ def _rand_spread(rng: random.Random) -> tuple[dict[str, Any], ...]:
 
 def _reference_spread(ssn: Session, task: TaskInfo) -> tuple[list[dict[str, int]], list[int]] | None:
     """PodTopologySpread calPreFilterState by walking every node and pod, as the Go code does."""
-    m = pr.node_mirror(ssn)
-    cs = ka.spread_constraints(ka.raw_spread_constraints(task.pod), task.pod.labels, ka.DO_NOT_SCHEDULE)
+    m = k8s_mirror.node_mirror(ssn)
+    cs = k8s_spread.spread_constraints(
+        k8s_spread.raw_spread_constraints(task.pod), task.pod.labels, k8s_spread.DO_NOT_SCHEDULE
+    )
     if not cs:
         return None
-    aff = ka.required_node_affinity(task.pod.node_selector, task.pod.affinity)
+    aff = k8s_node_affinity.required_node_affinity(task.pod.node_selector, task.pod.affinity)
     per: list[dict[str, int]] = [{} for _ in cs]
     for row, node in enumerate(ssn.node_list):
         labels = node.facts.labels
-        if not ka.node_has_spread_keys(labels, cs):
+        if not k8s_spread.node_has_spread_keys(labels, cs):
             continue
         for i, c in enumerate(cs):
             if c.honor_node_affinity and not aff.matches(labels, node.name):
                 continue
-            if c.honor_node_taints and ka.find_untolerated_taint(node.facts.taints, task.pod.tolerations):
+            if c.honor_node_taints and k8s_taints.find_untolerated_taint(
+                node.facts.taints, task.pod.tolerations
+            ):
                 continue
             n = sum(
-                ka.spread_matches(c, t.namespace, t.pod.labels, t.pod.deleting, task.namespace)
+                k8s_spread.spread_matches(c, t.namespace, t.pod.labels, t.pod.deleting, task.namespace)
                 for t in m.pods[row].values()
             )
             v = labels[c.topology_key]
             per[i][v] = per[i].get(v, 0) + n
     mins = []
     for i, c in enumerate(cs):
-        low = min(per[i].values()) if per[i] else pr.MAX_INT32
+        low = min(per[i].values()) if per[i] else k8s_topology_spread.MAX_INT32
         mins.append(0 if len(per[i]) < c.min_domains else low)
     return per, mins
 
@@ -800,7 +817,7 @@ def _check_spread_state(ssn: Session, plugin: pr.PredicatesPlugin, task: TaskInf
         assert state is None
         return
     assert state is not None
-    table = pr.node_mirror(ssn).labels
+    table = k8s_mirror.node_mirror(ssn).labels
     per, mins = ref
     for i, c in enumerate(state.constraints):
         _, vocab = table.column(c.topology_key)
@@ -812,21 +829,23 @@ def _check_spread_state(ssn: Session, plugin: pr.PredicatesPlugin, task: TaskInf
 
 def _reference_counts(ssn: Session, task: TaskInfo) -> tuple[dict[Any, int], dict[Any, int], dict[Any, int]]:
     """InterPodAffinity PreFilter counts by walking every pod of the snapshot, as the Go code does."""
-    m = pr.node_mirror(ssn)
-    pa = ka.merge_pod_affinity(m.pod_affinity(task.namespace, task.pod), pr.namespace_labels(ssn))
-    ns_labels = pr.namespace_labels(ssn).get(task.namespace)
+    m = k8s_mirror.node_mirror(ssn)
+    pa = k8s_terms.merge_pod_affinity(
+        m.pod_affinity(task.namespace, task.pod), k8s_mirror.namespace_labels(ssn)
+    )
+    ns_labels = k8s_mirror.namespace_labels(ssn).get(task.namespace)
     existing: dict[Any, int] = defaultdict(int)
     affinity: dict[Any, int] = defaultdict(int)
     anti: dict[Any, int] = defaultdict(int)
     for row in range(m.n):
         labels = m.node_labels[row]
         for e in m.pods[row].values():
-            e_aff = ka.parse_pod_affinity(e.namespace, e.pod.affinity)
+            e_aff = k8s_terms.parse_pod_affinity(e.namespace, e.pod.affinity)
             if m.anti_rows_at_open[row]:
                 for t in e_aff.required_anti:
                     if t.matches(task.namespace, task.pod.labels, ns_labels) and t.topology_key in labels:
                         existing[(t.topology_key, labels[t.topology_key])] += 1
-            if ka.matches_all_terms(pa.required_affinity, e.namespace, e.pod.labels):
+            if k8s_terms.matches_all_terms(pa.required_affinity, e.namespace, e.pod.labels):
                 for t in pa.required_affinity:
                     if t.topology_key in labels:
                         affinity[(t.topology_key, labels[t.topology_key])] += 1
@@ -838,7 +857,7 @@ def _reference_counts(ssn: Session, task: TaskInfo) -> tuple[dict[Any, int], dic
 
 def _check_prefilter_state(ssn: Session, plugin: pr.PredicatesPlugin, task: TaskInfo) -> None:
     existing, affinity, anti = _reference_counts(ssn, task)
-    pa = pr.node_mirror(ssn).pod_affinity(task.namespace, task.pod)
+    pa = k8s_mirror.node_mirror(ssn).pod_affinity(task.namespace, task.pod)
     state = plugin._ipa.get(task.uid)
     if task.uid in plugin._ipa_skipped:
         return  # sticky Skip (checked by its own test)
@@ -931,9 +950,9 @@ def test_label_table_matches_scalar_selectors_on_random_terms() -> None:
     rng = random.Random(7)
     labels = [{k: rng.choice(_VALUES[k]) for k in _KEYS if rng.random() < 0.7} for _ in range(40)]
     names = [f"n{i}" for i in range(40)]
-    table = ka.NodeLabelTable(labels, names)
+    table = k8s_table.NodeLabelTable(labels, names)
     for _ in range(300):
-        aff = ka.required_node_affinity(
+        aff = k8s_node_affinity.required_node_affinity(
             {"zone": "a"} if rng.random() < 0.2 else {}, _rand_node_affinity(rng, names) or node_affinity()
         )
         vec = table.required_node_affinity(aff)

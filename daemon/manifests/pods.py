@@ -1,0 +1,227 @@
+"""Pod objects: the parsed pod spec and record, and the TaskInfo the scheduler's cache makes of one.
+
+Requests from pod_requests.py; priority = spec.priority, else the PriorityClass value, else 1,
+then the `volcano.sh/task-priority` annotation; role and preemptable from annotation, then label.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from daemon.manifests.fields import INT32_MAX, INT32_MIN, Doc, Obj, join
+from daemon.manifests.kinds import DEFAULT_SCHEDULER, TASK_PRIORITY_KEY, TASK_SPEC_KEY, preemptable
+from daemon.manifests.objects import Claims, Entry
+from daemon.manifests.pod_requests import Requests, volcano_request
+from daemon.scheduler.model.devices import pod_extended_resources
+from daemon.scheduler.model.queue import PriorityClassInfo
+from daemon.scheduler.model.task import HostPort, PodFacts, TaskInfo, Toleration, status_from_pod
+
+_INT_RE = re.compile(r"[+-]?[0-9]+", re.ASCII)
+
+
+@dataclass(slots=True)
+class PodSpec:
+    """Everything read from a pod spec (shared by the replicas of a Volcano Job task)."""
+
+    requests: Requests
+    scheduler_name: str
+    node_name: str
+    priority: int | None
+    priority_class_name: str
+    preemption_policy: str
+    node_selector: dict[str, str]
+    affinity: dict[str, Any]
+    tolerations: tuple[Toleration, ...]
+    host_ports: tuple[HostPort, ...]
+    scheduling_gates: tuple[str, ...]
+    images: tuple[str, ...]
+    spread: tuple[dict[str, Any], ...] = ()
+
+
+@dataclass(slots=True)
+class Pod:
+    """A Pod as parsed: identity, labels, annotations, owner, spec and status fields read."""
+
+    doc: Doc
+    name: str
+    namespace: str
+    uid: str
+    labels: dict[str, str]
+    annotations: dict[str, str]
+    creation: float
+    deleting: bool
+    owner_uid: str
+    spec: PodSpec
+    phase: str = "Pending"
+    nominated: str = ""
+    scheduled_time: float | None = None
+
+
+def parse_pod_spec(d: Doc, spec: Obj, path: str, scheduler_default: str) -> PodSpec:
+    """Everything the scheduler reads from a pod spec at `path`, validated."""
+    reqs = Requests()
+    host_ports: list[HostPort] = []
+    images: list[str] = []
+    for section, is_init in (("initContainers", True), ("containers", False)):
+        for i, c in enumerate(d.seq(spec.get(section), join(path, section))):
+            cp = join(join(path, section), i)
+            c = d.mapping(c, cp)
+            res = d.mapping(c.get("resources"), join(cp, "resources"))
+            req = d.quantities(res.get("requests"), join(cp, "resources.requests"))
+            lim = d.quantities(res.get("limits"), join(cp, "resources.limits"))
+            image = d.string(c.get("image"), join(cp, "image"))
+            if image:
+                images.append(image)
+            if is_init:
+                policy = d.string(c.get("restartPolicy"), join(cp, "restartPolicy"))
+                reqs.inits.append((req, lim, policy == "Always"))
+                continue
+            reqs.containers.append((req, lim))
+            for j, port in enumerate(d.seq(c.get("ports"), join(cp, "ports"))):
+                pp = join(join(cp, "ports"), j)
+                port = d.mapping(port, pp)
+                hp = d.integer(port.get("hostPort"), join(pp, "hostPort"), 0, 0, 65535)
+                if hp > 0:
+                    host_ports.append(
+                        HostPort(
+                            hp,
+                            d.string(port.get("protocol"), join(pp, "protocol"), "TCP") or "TCP",
+                            d.string(port.get("hostIP"), join(pp, "hostIP"), "0.0.0.0") or "0.0.0.0",
+                        )
+                    )
+    pod_res = d.mapping(spec.get("resources"), join(path, "resources"))
+    reqs.pod_level = d.quantities(pod_res.get("requests"), join(path, "resources.requests"))
+    d.quantities(pod_res.get("limits"), join(path, "resources.limits"))
+    reqs.overhead = d.quantities(spec.get("overhead"), join(path, "overhead"))
+    tolerations: list[Toleration] = []
+    for i, t in enumerate(d.seq(spec.get("tolerations"), join(path, "tolerations"))):
+        tp = join(join(path, "tolerations"), i)
+        t = d.mapping(t, tp)
+        tolerations.append(
+            Toleration(
+                d.string(t.get("key"), join(tp, "key")),
+                d.string(t.get("operator"), join(tp, "operator"), "Equal") or "Equal",
+                d.string(t.get("value"), join(tp, "value")),
+                d.string(t.get("effect"), join(tp, "effect")),
+            )
+        )
+    gates: list[str] = []
+    for i, g in enumerate(d.seq(spec.get("schedulingGates"), join(path, "schedulingGates"))):
+        g = d.mapping(g, join(join(path, "schedulingGates"), i))
+        gates.append(d.string(g.get("name"), join(join(path, "schedulingGates"), i) + ".name"))
+    prio = spec.get("priority")
+    return PodSpec(
+        requests=reqs,
+        scheduler_name=d.string(spec.get("schedulerName"), join(path, "schedulerName")) or scheduler_default,
+        node_name=d.string(spec.get("nodeName"), join(path, "nodeName")),
+        priority=None if prio is None else d.integer(prio, join(path, "priority"), 0),
+        priority_class_name=d.string(spec.get("priorityClassName"), join(path, "priorityClassName")),
+        preemption_policy=d.string(spec.get("preemptionPolicy"), join(path, "preemptionPolicy")),
+        node_selector=d.str_map(spec.get("nodeSelector"), join(path, "nodeSelector")),
+        affinity=d.mapping(spec.get("affinity"), join(path, "affinity")),
+        tolerations=tuple(tolerations),
+        host_ports=tuple(host_ports),
+        scheduling_gates=tuple(gates),
+        images=tuple(images),
+        spread=tuple(
+            d.mapping(c, join(join(path, "topologySpreadConstraints"), i))
+            for i, c in enumerate(
+                d.seq(spec.get("topologySpreadConstraints"), join(path, "topologySpreadConstraints"))
+            )
+        ),
+    )
+
+
+def _pod_scheduled_time(d: Doc, status: Obj) -> float | None:
+    """lastTransitionTime of the first `PodScheduled` condition whose status is True (else None)."""
+    for i, c in enumerate(d.seq(status.get("conditions"), "status.conditions")):
+        cp = f"status.conditions[{i}]"
+        c = d.mapping(c, cp)
+        if d.string(c.get("type"), cp + ".type") == "PodScheduled" and (
+            d.string(c.get("status"), cp + ".status") == "True"
+        ):
+            return d.timestamp(c.get("lastTransitionTime"), cp + ".lastTransitionTime")
+    return None
+
+
+def _controller_uid(d: Doc, meta: Obj) -> str:
+    for i, ref in enumerate(d.seq(meta.get("ownerReferences"), "metadata.ownerReferences")):
+        rp = f"metadata.ownerReferences[{i}]"
+        ref = d.mapping(ref, rp)
+        if d.boolean(ref.get("controller"), rp + ".controller"):
+            return d.string(ref.get("uid"), rp + ".uid")
+    return ""
+
+
+def decode_pod(e: Entry, claims: Claims) -> Pod:
+    """A Pod object as a record (parsed once); its uid is claimed (duplicates refused)."""
+    d, o = e.doc, e.obj
+    meta = d.mapping(o.get("metadata"), "metadata")
+    spec = d.mapping(o.get("spec"), "spec")
+    status = d.mapping(o.get("status"), "status")
+    uid = d.string(meta.get("uid"), "metadata.uid") or f"{e.namespace}-{e.name}"
+    claims.pod_uid(d, uid, e.namespace, e.name)
+    return Pod(
+        doc=d,
+        name=e.name,
+        namespace=e.namespace,
+        uid=uid,
+        labels=d.str_map(meta.get("labels"), "metadata.labels"),
+        annotations=d.str_map(meta.get("annotations"), "metadata.annotations"),
+        creation=d.timestamp(meta.get("creationTimestamp"), "metadata.creationTimestamp"),
+        deleting=meta.get("deletionTimestamp") is not None,
+        owner_uid=_controller_uid(d, meta),
+        spec=parse_pod_spec(d, spec, "spec", DEFAULT_SCHEDULER),
+        phase=d.string(status.get("phase"), "status.phase") or "Pending",
+        nominated=d.string(status.get("nominatedNodeName"), "status.nominatedNodeName"),
+        scheduled_time=_pod_scheduled_time(d, status),
+    )
+
+
+def pod_task(p: Pod, job: str, pcs: Mapping[str, PriorityClassInfo]) -> TaskInfo:
+    """The TaskInfo of a parsed pod in job `job` (api.NewTaskInfo), given the priority classes."""
+    s = p.spec
+    pc = pcs.get(s.priority_class_name)
+    priority = s.priority if s.priority is not None else (pc.value if pc is not None else 1)
+    text = p.annotations.get(TASK_PRIORITY_KEY)
+    if text is not None and _INT_RE.fullmatch(text) and INT32_MIN <= int(text) <= INT32_MAX:
+        priority = int(text)
+    role = p.annotations.get(TASK_SPEC_KEY) or p.labels.get(TASK_SPEC_KEY) or ""
+    facts = PodFacts(
+        labels=p.labels,
+        annotations=p.annotations,
+        node_selector=s.node_selector,
+        affinity=s.affinity,
+        tolerations=s.tolerations,
+        host_ports=s.host_ports,
+        priority_class_name=s.priority_class_name,
+        preemption_policy=s.preemption_policy or (pc.preemption_policy if pc is not None else ""),
+        scheduler_name=s.scheduler_name,
+        nominated_node_name=p.nominated,
+        scheduling_gates=s.scheduling_gates,
+        images=s.images,
+        topology_spread_constraints=s.spread,
+        owner_uid=p.owner_uid,
+        phase=p.phase,
+        deleting=p.deleting,
+        scheduled_time=p.scheduled_time,
+        extended_resources=pod_extended_resources(s.requests.containers, s.requests.inits),
+    )
+    return TaskInfo(
+        uid=p.uid,
+        name=p.name,
+        namespace=p.namespace,
+        job=job,
+        resreq=volcano_request(s.requests),
+        status=status_from_pod(p.phase, s.node_name, p.deleting),
+        node_name=s.node_name,
+        priority=priority,
+        role=role,
+        preemptable=preemptable(p.annotations, p.labels, True),
+        creation=p.creation,
+        pod=facts,
+        sch_gated=bool(s.scheduling_gates),
+    )

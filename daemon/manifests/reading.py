@@ -1,0 +1,111 @@
+"""Reading manifest files: a file or a directory tree, YAML multi-document or JSON, Lists flattened."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from daemon.manifests.errors import ManifestError
+from daemon.manifests.fields import Obj, type_name
+
+_MANIFEST_SUFFIXES = (".yaml", ".yml", ".json")
+
+
+def load_objects(path: str | Path) -> list[tuple[str, int, Obj]]:
+    """(file, document index, object) for a manifest file or every *.yaml/*.yml/*.json under a directory.
+
+    Directories are walked recursively in sorted path order, skipping hidden entries.  Empty
+    documents are skipped; `kind: List` (and typed lists such as PodList) are flattened, the
+    items keeping their list's document index.
+    """
+    p = Path(path)
+    if p.is_dir():
+        files = sorted(
+            (
+                f
+                for f in p.rglob("*")
+                if f.suffix in _MANIFEST_SUFFIXES
+                and f.is_file()
+                and not any(part.startswith(".") for part in f.relative_to(p).parts)
+            ),
+            key=lambda f: f.relative_to(p).as_posix(),
+        )
+    elif p.is_file():
+        files = [p]
+    else:
+        raise ManifestError(str(p), "no such file or directory")
+    out: list[tuple[str, int, Obj]] = []
+    for f in files:
+        name = str(f)
+        for index, doc in _read_documents(f, name):
+            if doc is None:
+                continue
+            out.extend((name, index, o) for o in flatten(name, index, doc))
+    return out
+
+
+def _read_documents(f: Path, name: str) -> Iterator[tuple[int, Any]]:
+    try:
+        text = f.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as e:
+        raise ManifestError(name, f"cannot read: {e}") from e
+    if f.suffix == ".json":
+        try:
+            yield 0, json.loads(text) if text.strip() else None
+        except json.JSONDecodeError as e:
+            raise ManifestError(name, f"line {e.lineno}, column {e.colno}: JSON syntax error: {e.msg}") from e
+        return
+    loader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    count = 0
+    try:
+        for doc in yaml.load_all(text, Loader=loader):
+            yield count, doc
+            count += 1
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None) or getattr(e, "context_mark", None)
+        where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark is not None else ""
+        problem = getattr(e, "problem", None) or str(e)
+        raise ManifestError(name, f"{where}YAML syntax error: {problem}", document=count) from e
+
+
+def flatten(file: str, index: int, doc: Any) -> list[Obj]:
+    """Objects of one document: itself, or the items of a List / <Kind>List / bare sequence."""
+    kind = api = path = ""
+    if isinstance(doc, list):
+        items: Any = doc
+    elif isinstance(doc, dict):
+        list_kind = doc.get("kind")
+        if not (isinstance(list_kind, str) and list_kind.endswith("List") and "items" in doc):
+            return [doc]
+        items = doc.get("items") or []
+        api_version = doc.get("apiVersion")
+        api = api_version if isinstance(api_version, str) else ""
+        kind = "" if list_kind == "List" else list_kind[: -len("List")]
+        path = "items"
+        if not isinstance(items, list):
+            raise ManifestError(file, "expected a list", document=index, field="items")
+    else:
+        raise ManifestError(file, f"expected a mapping (an object), got {type_name(doc)}", document=index)
+    out: list[Obj] = []
+    for i, item in enumerate(items):
+        if item is None:
+            continue
+        if not isinstance(item, dict):
+            raise ManifestError(
+                file,
+                f"expected a mapping (an object), got {type_name(item)}",
+                document=index,
+                field=f"{path}[{i}]",
+            )
+        if kind and "kind" not in item:
+            item = {"apiVersion": api, "kind": kind, **item}
+        out.extend(
+            flatten(file, index, item)
+            if isinstance(item.get("kind"), str) and item["kind"].endswith("List")
+            else [item]
+        )
+    return out

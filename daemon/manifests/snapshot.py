@@ -1,0 +1,162 @@
+"""Building the ClusterSnapshot: every object classified, then decoded kind by kind, then assembled.
+
+Order: PriorityClasses (plus the built-in ones), Namespaces, ResourceQuotas,
+PodDisruptionBudgets, Queues (plus `root` and the default queue when missing), Nodes; then
+PodGroups, Pods and Volcano Jobs in object order; pods of ours without a group get the PodGroup
+controller's group; bound, not finished tasks occupy their node; other schedulers' pods are kept
+only when bound.  See the package docstring for the modelling notes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from daemon.manifests.kinds import GROUP_NAME_KEY
+from daemon.manifests.namespaces import decode_namespace, decode_pdb, decode_resource_quota
+from daemon.manifests.nodes import decode_node
+from daemon.manifests.objects import Claims, Entry, classify
+from daemon.manifests.podgroups import Group, decode_podgroup, job_info, normal_pod_group
+from daemon.manifests.pods import Pod, decode_pod, pod_task
+from daemon.manifests.priority_classes import BUILTIN_PRIORITY_CLASSES, decode_priority_class
+from daemon.manifests.queues import decode_queue
+from daemon.manifests.reading import load_objects
+from daemon.manifests.volcano_job import expand_volcano_job
+from daemon.scheduler.model.job import JobInfo
+from daemon.scheduler.model.queue import (
+    DEFAULT_QUEUE,
+    QUEUE_OPEN,
+    ROOT_QUEUE,
+    NamespaceInfo,
+    PriorityClassInfo,
+    QueueInfo,
+)
+from daemon.scheduler.model.snapshot import ClusterSnapshot
+from daemon.scheduler.model.task import COMPLETED_STATUSES
+
+
+class _Builder:
+    """The objects classified so far, then the snapshot built from them."""
+
+    def __init__(self, scheduler_names: Sequence[str], default_queue: str) -> None:
+        self.scheduler_names = tuple(scheduler_names)
+        self.default_queue = default_queue
+        self.entries: list[Entry] = []
+        self.claims = Claims()
+        self.pcs: dict[str, PriorityClassInfo] = {}
+        self.default_priority = 0
+
+    def classify(self, file: str, index: int, obj: Any) -> None:
+        self.entries.extend(classify(file, index, obj, self.claims))
+
+    def build(self) -> ClusterSnapshot:
+        snap = ClusterSnapshot()
+        by_kind: dict[str, list[Entry]] = {}
+        for e in self.entries:
+            by_kind.setdefault(e.kind, []).append(e)
+        for e in by_kind.get("PriorityClass", []):
+            pc = decode_priority_class(e)
+            self.pcs[e.name] = pc
+            if pc.global_default:
+                # cache.addPriorityClass: the last globalDefault class seen wins.
+                self.default_priority = pc.value
+        for pc in BUILTIN_PRIORITY_CLASSES:
+            self.pcs.setdefault(pc.name, pc)
+        snap.priority_classes = self.pcs
+        for e in by_kind.get("Namespace", []):
+            snap.namespaces[e.name] = decode_namespace(e)
+        for e in by_kind.get("ResourceQuota", []):
+            quota = decode_resource_quota(e)
+            snap.namespaces.setdefault(e.namespace, NamespaceInfo(e.namespace)).quotas.append(quota)
+        for e in by_kind.get("PodDisruptionBudget", []):
+            pdb = decode_pdb(e)
+            snap.namespaces.setdefault(e.namespace, NamespaceInfo(e.namespace)).pdbs.append(pdb)
+        for e in by_kind.get("Queue", []):
+            snap.queues[e.name] = decode_queue(e)
+        if ROOT_QUEUE not in snap.queues:
+            snap.queues[ROOT_QUEUE] = QueueInfo(ROOT_QUEUE, weight=1, reclaimable=False, state=QUEUE_OPEN)
+        if self.default_queue not in snap.queues:
+            snap.queues[self.default_queue] = QueueInfo(
+                self.default_queue, weight=1, reclaimable=True, state=QUEUE_OPEN
+            )
+        for e in by_kind.get("Node", []):
+            snap.nodes.append(decode_node(e))
+
+        groups: dict[str, Group] = {}
+        pods: list[Pod] = []
+        for e in self.entries:
+            if e.kind == "PodGroup":
+                groups[f"{e.namespace}/{e.name}"] = decode_podgroup(e)
+            elif e.kind == "Pod":
+                pods.append(decode_pod(e, self.claims))
+            elif e.kind == "Job":
+                expand_volcano_job(
+                    e,
+                    groups,
+                    pods,
+                    claims=self.claims,
+                    pcs=self.pcs,
+                    scheduler_names=self.scheduler_names,
+                    default_queue=self.default_queue,
+                )
+        self._place(snap, groups, pods)
+        return snap
+
+    def _place(self, snap: ClusterSnapshot, groups: dict[str, Group], pods: list[Pod]) -> None:
+        ours = set(self.scheduler_names)
+        # Pods of ours without a group get the PodGroup controller's group (unless one exists).
+        group_of: list[str] = []
+        for p in pods:
+            gname = p.annotations.get(GROUP_NAME_KEY, "")
+            if not gname and p.spec.scheduler_name in ours:
+                gname = "podgroup-" + (p.owner_uid or p.uid)
+                key = f"{p.namespace}/{gname}"
+                if key not in groups:
+                    groups[key] = normal_pod_group(p, gname)
+            group_of.append(f"{p.namespace}/{gname}" if gname else "")
+        for key, g in groups.items():
+            snap.jobs[key] = job_info(g, self.pcs, self.default_priority, self.default_queue)
+        nodes = {n.name: n for n in snap.nodes}
+        for p, job_id in zip(pods, group_of, strict=True):
+            mine = p.spec.scheduler_name in ours
+            if not mine and not p.spec.node_name:
+                continue
+            task = pod_task(p, job_id, self.pcs)
+            if task.node_name and task.status not in COMPLETED_STATUSES:
+                node = nodes.get(task.node_name)
+                if node is not None:
+                    node.add_task(task)
+            if not mine:
+                snap.other_tasks.append(task)
+                continue
+            job = snap.jobs.get(job_id)
+            if job is None:
+                ns, _, name = job_id.partition("/")
+                job = JobInfo(uid=job_id, name=name, namespace=ns, queue="", has_pod_group=False)
+                snap.jobs[job_id] = job
+            job.add_task(task)
+
+
+def build_snapshot(
+    objects: Iterable[tuple[str, int, Mapping[str, Any]]],
+    *,
+    scheduler_names: Sequence[str] = ("volcano",),
+    default_queue: str = DEFAULT_QUEUE,
+) -> ClusterSnapshot:
+    """The snapshot Volcano's cache would hold for these objects (see the module notes).
+
+    Iteration is in object order throughout; maps read from manifests are key-sorted.
+    Raises ManifestError naming file, document, object and field on bad input.
+    """
+    b = _Builder(scheduler_names, default_queue)
+    for file, index, obj in objects:
+        b.classify(file, index, obj)
+    return b.build()
+
+
+def load_snapshot(
+    path: str | Path, *, scheduler_names: Sequence[str] = ("volcano",), default_queue: str = DEFAULT_QUEUE
+) -> ClusterSnapshot:
+    """build_snapshot(load_objects(path))."""
+    return build_snapshot(load_objects(path), scheduler_names=scheduler_names, default_queue=default_queue)
