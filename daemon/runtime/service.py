@@ -5,9 +5,8 @@ snapshot plus the tail, resume or start the adapter, then run cycles.  With the 
 session loop runs in lockstep with the virtual clock (advance → fold → cycle → dispatch →
 repeat) until the workload drains, each step chosen by `daemon.runtime.lockstep` from the log
 (so a restart takes the lockstep up exactly where the log stops); `serve` keeps the API up
-afterwards.  SIGTERM/SIGINT
-finish the running cycle, let the dispatcher forward its decisions, flush and close the log
-(WAL checkpointed), and exit 0.
+afterwards.  SIGTERM/SIGINT finish the running cycle, let the dispatcher forward its
+decisions, flush and close the log (WAL checkpointed), and exit 0.
 """
 
 from __future__ import annotations
