@@ -13,9 +13,15 @@ from store.log import LogError
 Upcaster = Callable[[dict[str, Any]], dict[str, Any]]
 """Turns the field map of (type, v) into the field map of (type, v + 1); must set nothing but fields."""
 
-UPCASTERS: dict[tuple[str, int], Upcaster] = {}
-"""(type, version) -> the upcaster from that version to the next.  Every event type is at v1 today, so
-the registry is empty; when a type's fields change, bump its `v` default and add the step here."""
+
+def _clock_advanced_v1(fields: dict[str, Any]) -> dict[str, Any]:
+    """clock.advanced v1 -> v2: v1 did not record how many facts came with the move; read 0."""
+    return {**fields, "facts": 0}
+
+
+UPCASTERS: dict[tuple[str, int], Upcaster] = {("clock.advanced", 1): _clock_advanced_v1}
+"""(type, version) -> the upcaster from that version to the next.  When a type's fields change,
+bump its `v` default and add the step here."""
 
 
 class CodecError(LogError, ValueError):

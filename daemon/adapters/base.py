@@ -110,7 +110,8 @@ class SimulatedCluster(ClusterSource, ClusterSink, Protocol):
         submission or a pod completion), at least one period ahead; when nothing at all is
         due, return [] and leave the clock where it is (the remaining pending pods are then
         unschedulable for good and `drained()` turns true).  The batch ends with
-        ClockAdvanced(at_ms=new time) whenever the clock moved.
+        ClockAdvanced(at_ms=new time, facts=how many events precede it in the batch) whenever
+        the clock moved (the daemon's restart rule reads `facts`: daemon/runtime/lockstep.py).
         """
         ...
 

@@ -3,14 +3,16 @@
 Start-up: open the SQLite log (migrations applied), rebuild the projection from the newest
 snapshot plus the tail, resume or start the adapter, then run cycles.  With the simulator the
 session loop runs in lockstep with the virtual clock (advance → fold → cycle → dispatch →
-repeat) until the workload drains; `serve` keeps the API up afterwards.  SIGTERM/SIGINT
-finish the running cycle, let the dispatcher forward its decisions, flush and close the log
-(WAL checkpointed), and exit 0.
+repeat) until the workload drains, each step chosen by `daemon.runtime.lockstep` from the log
+(so a restart takes the lockstep up exactly where the log stops); `serve` keeps the API up
+afterwards.  SIGTERM/SIGINT finish the running cycle, let the dispatcher forward its
+decisions, flush and close the log (WAL checkpointed), and exit 0.
 """
 
 from __future__ import annotations
 
 import logging
+import os
 import signal
 import socket
 import sys
@@ -24,12 +26,14 @@ import anyio
 
 from daemon.runtime.conf_watch import ConfWatcher
 from daemon.runtime.dispatch import Dispatcher
+from daemon.runtime.fault_injection import CrashAfterCommits, FaultInjection
 from daemon.runtime.listen import ListenError, bind_listen
+from daemon.runtime.lockstep import TRACKED_TYPES, LockstepTracker, Step
 from daemon.runtime.session_loop import CycleRunner, CycleSummary
 from daemon.runtime.settings import Settings, split_listen
 from daemon.runtime.systemd import Notifier
 from daemon.runtime.writer import Writer
-from store.events import OBSERVED, OUTCOMES, BindDecided, ClockAdvanced, EvictDecided
+from store.events import DECISIONS, BindDecided, EvictDecided
 from store.lock import LogLockedError, WriterLock, check_unlocked
 from store.sqlite import SqliteEventLog
 
@@ -37,10 +41,6 @@ if TYPE_CHECKING:
     from opentelemetry.sdk.trace import TracerProvider
 
 log = logging.getLogger("fumarole.service")
-
-_RESUME_TYPES = tuple(
-    c.__struct_config__.tag for c in (*OBSERVED, *OUTCOMES) if isinstance(c.__struct_config__.tag, str)
-)
 
 
 class ServiceError(RuntimeError):
@@ -79,6 +79,7 @@ class Service:
         self._last_progress = 0.0
         self._snapshot_seq = 0
         self._stop_ev = anyio.Event()
+        self.faults = FaultInjection()
 
     # ------------------------------------------------------------------ start-up
     def _make_adapter(self) -> Any:
@@ -105,6 +106,10 @@ class Service:
         # daemon holds or a port in use change nothing on disk.
         conf = ConfWatcher(s.scheduler_conf or None)
         adapter = self._make_adapter()
+        try:
+            self.faults = FaultInjection.from_env(os.environ)
+        except ValueError as e:
+            raise ServiceError(str(e)) from None
         try:
             check_unlocked(s.db_path)
         except LogLockedError as e:
@@ -150,8 +155,21 @@ class Service:
                 "rebuild_s": round(time.monotonic() - t0, 3),
             },
         )
+        # Where the lockstep stands, and the adapter's state, both from the log; the adapter is
+        # resumed before the dispatcher starts handing it decisions.
+        lockstep = LockstepTracker()
+        if last:
+            facts: list[Any] = []
+            async for row in event_log.read_range(1, last, types=TRACKED_TYPES):
+                lockstep.fold(row.seq, row.event)
+                if not isinstance(row.event, DECISIONS):
+                    facts.append(row.event)
+            adapter.resume(facts)
         writer = Writer(event_log, projection.fold, projection.seq)
-        dispatcher = Dispatcher(event_log, writer, adapter)
+        writer.event_listeners.append(lockstep.fold)
+        if self.faults.crash_after_commits:
+            writer.listeners.append(CrashAfterCommits(self.faults.crash_after_commits))
+        dispatcher = Dispatcher(event_log, writer, adapter, batch=self.faults.dispatch_batch or 2000)
         runner = CycleRunner(projection, conf, tracer_provider=self.tracer_provider)
         runner.cycle = projection.last_cycle
         conf.mark_recorded(projection.conf_hash or None)
@@ -166,15 +184,14 @@ class Service:
                 await self._start_api(event_log, projection, writer, api_socket) if api_socket else None
             )
             try:
-                if last == 0:
+                if lockstep.position().step is Step.LIST:
                     await writer.submit(await adapter.initial_events())
                 else:
-                    adapter.resume(await _resume_events(event_log))
                     # Decisions committed but not yet forwarded before the restart go out first.
                     await dispatcher.wait_until(await event_log.last_seq())
                 self.ready = True
                 self.notifier.ready("caught up with the log")
-                rc = await self._simulate(adapter, writer, dispatcher, runner, event_log)
+                rc = await self._simulate(adapter, writer, dispatcher, runner, lockstep, event_log)
                 if rc == 0 and self.settings.serve and not self.stop_requested:
                     self._say("workload drained; serving the API until SIGTERM")
                     await self._wait_for_stop()
@@ -189,28 +206,42 @@ class Service:
 
     # ------------------------------------------------------------------ the lockstep loop
     async def _simulate(
-        self, sim: Any, writer: Writer, dispatcher: Dispatcher, runner: CycleRunner, event_log: SqliteEventLog
+        self,
+        sim: Any,
+        writer: Writer,
+        dispatcher: Dispatcher,
+        runner: CycleRunner,
+        lockstep: LockstepTracker,
+        event_log: SqliteEventLog,
     ) -> int:
-        idle = False
-        while not self.stop_requested:
-            if sim.drained():
-                await self._summary(sim, runner, event_log, drained=True)
-                return 0
-            if self.stats.cycles >= self.settings.max_cycles:
-                await self._summary(sim, runner, event_log, drained=False)
-                log.error(
-                    "stopped: max_cycles=%d reached before the workload drained", self.settings.max_cycles
-                )
-                return 1
-            advanced = sim.advance(idle)
-            if advanced:
-                await writer.submit(advanced)
+        """advance → cycle → dispatch → …, starting at the step the log says comes next."""
+        while True:
+            pos = lockstep.position()
+            if pos.undispatched:
+                await dispatcher.wait_until(pos.undispatched[-1])
+                if lockstep.position().undispatched:
+                    raise ServiceError(f"decisions {pos.undispatched} were dispatched but have no outcome")
+                continue
+            if pos.step is Step.ADVANCE:
+                if self.stop_requested:
+                    break
+                if pos.exhausted or sim.drained():
+                    await self._summary(sim, runner, event_log, drained=True)
+                    return 0
+                if self.stats.cycles >= self.settings.max_cycles:
+                    await self._summary(sim, runner, event_log, drained=False)
+                    log.error(
+                        "stopped: max_cycles=%d reached before the workload drained", self.settings.max_cycles
+                    )
+                    return 1
+                advanced = sim.advance(pos.idle)
+                if advanced:
+                    await writer.submit(advanced)
+            # The cycle follows its advance, also one that moved nothing (the source is exhausted).
             summary = await runner.run_cycle(writer)
             self._account(summary)
             if summary.last_decision_seq:
                 await dispatcher.wait_until(summary.last_decision_seq)
-            changed = any(not isinstance(e, ClockAdvanced) for e in advanced)
-            idle = not summary.decided and not changed
             await self._save_snapshot(event_log, runner.projection)
             self._progress(sim, runner, summary)
         await self._summary(sim, runner, event_log, drained=False, interrupted=True)
@@ -327,12 +358,6 @@ class Service:
         log.info("REST API listening on http://%s:%d", *self.listen_address)
         self._say(f"REST API on http://{self.listen_address[0]}:{self.listen_address[1]}")
         return runner
-
-
-async def _resume_events(event_log: SqliteEventLog) -> list[Any]:
-    return [
-        row.event async for row in event_log.read_range(1, await event_log.last_seq(), types=_RESUME_TYPES)
-    ]
 
 
 @dataclass(slots=True)

@@ -127,10 +127,17 @@ class ResyncCompleted(EventBase, frozen=True, tag="resync.completed"):
     at_ms: int = 0
 
 
-class ClockAdvanced(EventBase, frozen=True, tag="clock.advanced"):
-    """The source's clock moved (the simulator's virtual time jumped) with no other fact."""
+class ClockAdvanced(EventBase, frozen=True, kw_only=True, tag="clock.advanced"):
+    """The source's clock moved (the simulator's virtual time jumped).
+
+    `facts`: how many other facts the source reported with this move (the events logged just
+    before it, in the same batch: completions, submissions).  The simulator lockstep reads it
+    on a restart (`daemon.runtime.lockstep`).  v2 added it; v1 rows read as 0.
+    """
 
     at_ms: int
+    v: int = 2
+    facts: int = 0
 
 
 ObservedEvent = (

@@ -115,6 +115,7 @@ def test_bound_pod_runs_for_its_duration_then_succeeds_and_its_podgroup_complete
     assert sim.now_ms == 32_000
     kinds = [(type(e).__name__, e.at_ms) for e in out]
     assert kinds == [("PodUpserted", 32_000), ("PodGroupUpserted", 32_000), ("ClockAdvanced", 32_000)]
+    assert out[-1] == ClockAdvanced(at_ms=32_000, facts=2)  # the facts that came with the move
     group = out[1]
     assert isinstance(group, PodGroupUpserted)
     assert group.manifest["status"] == {"phase": "Completed", "succeeded": 2}

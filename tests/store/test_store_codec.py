@@ -13,7 +13,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from fumarole_store_kit import ALL_SAMPLES, clock, node
 
 from store.codec import UPCASTERS, CodecError, current_version, decode, encode, event_row
-from store.events import EVENT_TYPES, NodeUpserted, event_type
+from store.events import EVENT_TYPES, ClockAdvanced, NodeUpserted, event_type
 
 
 def test_samples_cover_every_event_type():
@@ -24,11 +24,11 @@ def test_samples_cover_every_event_type():
 def test_round_trip(event):
     tag, v, data = event_row(event)
     assert tag == event_type(event)
-    assert v == current_version(tag) == 1
+    assert v == current_version(tag) == (2 if tag == "clock.advanced" else 1)
     assert decode(tag, v, data) == event
     # the bytes are a msgpack map carrying the tag and the version
     raw = msgspec.msgpack.decode(data)
-    assert raw["type"] == tag and raw["v"] == 1
+    assert raw["type"] == tag and raw["v"] == v
 
 
 def test_encoding_is_deterministic_for_equal_events():
@@ -88,6 +88,11 @@ def test_an_upcaster_producing_a_bad_shape_is_an_error():
     table = {("node.upserted", 0): lambda f: {"name": 1}}
     with pytest.raises(CodecError, match="upcast from v0"):
         decode("node.upserted", 0, msgspec.msgpack.encode({"x": 1}), upcasters=table)
+
+
+def test_a_v1_clock_advance_reads_as_one_with_no_facts():
+    old = msgspec.msgpack.encode({"type": "clock.advanced", "v": 1, "at_ms": 7000})
+    assert decode("clock.advanced", 1, old) == ClockAdvanced(at_ms=7000, facts=0)
 
 
 def test_shipped_upcaster_registry_only_names_known_types_and_old_versions():

@@ -260,7 +260,7 @@ async def test_body_of_another_type_than_its_row_is_refused(log):
 
 
 async def test_row_from_a_newer_schema_version_is_refused(log):
-    inject_raw(log, "clock.advanced", 2, encode(clock(2)))
+    inject_raw(log, "clock.advanced", 3, encode(clock(2)))
     with pytest.raises(CorruptEventError, match=r"seq=1.*newer"):
         await log.read()
 

@@ -368,7 +368,7 @@ class Simulator:
                 return out
             target = max(target, nxt)
         self._run_until(target, out)
-        self._emit(out, ClockAdvanced(at_ms=target))
+        self._emit(out, ClockAdvanced(at_ms=target, facts=len(out)))
         self._stuck = False
         return out
 
