@@ -5,6 +5,7 @@ is named per cycle); 2 bad input (missing or foreign file, unreadable configurat
 or unknown row — named by its seq — or a cycle whose configuration is not in the log).
 With `--conf`, the alternative's differences are the answer, not a failure: the exit code
 still reports whether the recorded cycles themselves verify.
+Each cycle runs at the clock the log held at its watermark (the recorded now), never the wall clock.
 """
 
 from __future__ import annotations
@@ -40,6 +41,11 @@ def add_parser(sub: Any) -> None:
     r.add_argument("--db", required=True, help="the SQLite event log file")
     r.add_argument("--conf", metavar="ALT.yaml", help="an alternative Volcano scheduler configuration")
     r.add_argument(
+        "--strict",
+        action="store_true",
+        help="refuse an alternative configuration (--conf) that draws a warning (e.g. an unknown plugin)",
+    )
+    r.add_argument(
         "--from", dest="from_seq", type=int, default=1, metavar="SEQ", help="first cycle (CycleOpened seq)"
     )
     r.add_argument("--to", dest="to_seq", type=int, metavar="SEQ", help="last cycle (CycleOpened seq)")
@@ -74,9 +80,11 @@ def cmd_replay(args: argparse.Namespace) -> int:
         except (OSError, UnicodeDecodeError) as e:
             return _error(f"{args.conf}: cannot read the scheduler configuration: {e}")
         try:
-            alternative = parse_scheduler_conf(text, args.conf)
+            alternative = parse_scheduler_conf(text, args.conf, strict=args.strict)
         except ConfError as e:
             return _error(str(e))
+        for w in alternative.warnings:
+            print(f"warning: {w}", file=sys.stderr)
         alt_hash = conf_hash(text)
     try:
         report = anyio.run(_run, args.db, alternative, alt_hash, args.from_seq, args.to_seq)

@@ -29,6 +29,12 @@ def add_parser(sub: Any) -> None:
         "--conf", dest="scheduler_conf", help="Volcano scheduler configuration (reloaded on change)"
     )
     r.add_argument(
+        "--strict",
+        action="store_true",
+        default=None,
+        help="refuse a scheduler configuration that draws a warning (e.g. an unknown plugin name)",
+    )
+    r.add_argument(
         "--adapter", choices=("simulator", "kubernetes"), help="cluster adapter (default simulator)"
     )
     r.add_argument("--cluster", help="simulator: cluster manifests (default: the bundled sample)")
@@ -66,6 +72,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         for k in (
             "data_dir",
             "scheduler_conf",
+            "strict",
             "adapter",
             "cluster",
             "workload",

@@ -99,7 +99,7 @@ class Service:
     async def run(self) -> int:
         s = self.settings
         # Inputs are checked before anything is created: bad input changes nothing on disk.
-        conf = ConfWatcher(s.scheduler_conf or None)
+        conf = ConfWatcher(s.scheduler_conf or None, strict=s.strict)
         adapter = self._make_adapter()
         Path(s.data_dir).mkdir(parents=True, exist_ok=True)
         event_log = await SqliteEventLog.open(str(s.db_path))
