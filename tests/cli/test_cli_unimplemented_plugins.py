@@ -102,3 +102,59 @@ def test_implemented_opt_in_plugins_draw_no_warning(tmp_path: Path) -> None:
     p = fumarole("schedule", "--conf", str(conf), "--cluster", str(EXAMPLE_CLUSTER))
     assert p.returncode == 0, p.stderr
     assert "not implemented" not in p.stderr
+
+
+TYPO_CONF = (
+    'actions: "enqueue, allocate, backfill"\n'
+    "tiers:\n- plugins:\n  - name: priority\n  - name: gangg\n- plugins:\n  - name: predicates\n"
+)
+
+
+@pytest.mark.parametrize("fmt", ["json", "table"])
+def test_a_typo_is_warned_about_once_with_the_closest_name(tmp_path: Path, fmt: str) -> None:
+    conf = tmp_path / "conf.yaml"
+    conf.write_text(TYPO_CONF)
+    p = fumarole("schedule", "--conf", str(conf), "--cluster", str(EXAMPLE_CLUSTER), "--format", fmt)
+    assert p.returncode == 0, p.stderr
+    want = (
+        f"warning: {conf}: tiers[0].plugins[1].name: unknown plugin 'gangg' "
+        "(not a Volcano plugin; did you mean 'gang'?); it is skipped"
+    )
+    assert p.stderr.splitlines() == [want]
+    assert "gangg" not in p.stdout
+
+
+@pytest.mark.parametrize(
+    ("conf_text", "needle"),
+    [
+        (
+            TYPO_CONF,
+            "tiers[0].plugins[1].name: unknown plugin 'gangg' (not a Volcano plugin; did you mean 'gang'?)",
+        ),
+        (
+            'actions: "enqueue, allocate"\ntiers:\n- plugins:\n  - name: gang\n  - name: extender\n',
+            "tiers[0].plugins[1].name: plugin 'extender' is a Volcano plugin not implemented by Fumarole",
+        ),
+        (
+            'actions: "enqueue, allocate"\ntiers:\n- plugins:\n'
+            "  - name: gang\n    enabledHyperNodeOrder: true\n",
+            "tiers[0].plugins[0].enabledHyperNodeOrder: accepted but Fumarole has no such extension point",
+        ),
+    ],
+)
+def test_strict_makes_a_configuration_warning_an_error(tmp_path: Path, conf_text: str, needle: str) -> None:
+    conf = tmp_path / "conf.yaml"
+    conf.write_text(conf_text)
+    p = fumarole("schedule", "--strict", "--conf", str(conf), "--cluster", str(EXAMPLE_CLUSTER))
+    assert p.returncode == 2
+    assert p.stdout == ""
+    assert p.stderr.startswith(f"fumarole: error: {conf}: {needle}")
+    assert "strict" in p.stderr
+    lenient = fumarole("schedule", "--conf", str(conf), "--cluster", str(EXAMPLE_CLUSTER))
+    assert lenient.returncode == 0 and needle in lenient.stderr
+
+
+def test_strict_accepts_a_clean_configuration() -> None:
+    p = fumarole("schedule", "--strict", "--cluster", str(EXAMPLE_CLUSTER))
+    assert p.returncode == 0, p.stderr
+    assert p.stderr == ""
