@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import time
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -13,17 +14,29 @@ EXIT_DIFFERENT = 1
 EXIT_BAD_INPUT = 2
 
 
-def _read_conf(path: str | None):  # type: ignore[no-untyped-def]
+def _read_conf(path: str | None, *, strict: bool = False):  # type: ignore[no-untyped-def]
     from daemon.runtime.conf_watch import parse_scheduler_conf
     from daemon.scheduler.framework.conf import DEFAULT_SCHEDULER_CONF
 
     if path is None:
-        return parse_scheduler_conf(DEFAULT_SCHEDULER_CONF, "<built-in default>")
+        return parse_scheduler_conf(DEFAULT_SCHEDULER_CONF, "<built-in default>", strict=strict)
     try:
         text = Path(path).read_text()
     except OSError as e:
         raise InputError(f"{path}: cannot read the scheduler configuration: {e.strerror}") from e
-    return parse_scheduler_conf(text, path)
+    return parse_scheduler_conf(text, path, strict=strict)
+
+
+def _session_now(value: str | None) -> float | None:
+    """`--now`: the wall clock, read here once (never inside a session), or the value given."""
+    from daemon.offline import NowError, parse_now
+
+    if value is None:
+        return time.time()
+    try:
+        return parse_now(value)
+    except NowError as e:
+        raise InputError(str(e)) from e
 
 
 def _version() -> str:
@@ -45,11 +58,12 @@ def cmd_schedule(args: argparse.Namespace) -> int:
     from daemon.offline import dry_run, to_json
     from daemon.table import render_table, stdout_terminal_width
 
-    conf = _read_conf(args.conf)
-    snapshot = build_snapshot(load_objects(args.cluster))
     if args.cycles < 1:
         raise InputError("--cycles: must be at least 1")
-    result = dry_run(snapshot, conf, args.cycles)
+    now = _session_now(args.now)
+    conf = _read_conf(args.conf, strict=args.strict)
+    snapshot = build_snapshot(load_objects(args.cluster))
+    result = dry_run(snapshot, conf, args.cycles, now=now)
     for w in result.warnings:
         print(f"warning: {w}", file=sys.stderr)
     if args.format == "json":
@@ -100,6 +114,19 @@ def build_parser() -> argparse.ArgumentParser:
         choices=("json", "table"),
         default="json",
         help="output: one JSON object (default) or a human-readable table",
+    )
+    s.add_argument(
+        "--now",
+        metavar="TIME",
+        help=(
+            "the first session's clock: RFC 3339 (2024-03-05T12:00:00Z) or Unix seconds; 'manifests' = "
+            "the newest creationTimestamp given (reproducible); default: the wall clock, as Volcano"
+        ),
+    )
+    s.add_argument(
+        "--strict",
+        action="store_true",
+        help="refuse a scheduler configuration that draws a warning (e.g. an unknown plugin name)",
     )
     s.set_defaults(func=cmd_schedule)
     from daemon import cli_run

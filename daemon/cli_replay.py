@@ -5,6 +5,7 @@ is named per cycle); 2 bad input (missing or foreign file, unreadable configurat
 or unknown row — named by its seq — or a cycle whose configuration is not in the log).
 With `--conf`, the alternative's differences are the answer, not a failure: the exit code
 still reports whether the recorded cycles themselves verify.
+Each cycle runs at the clock the log held at its watermark (the recorded now), never the wall clock.
 """
 
 from __future__ import annotations
@@ -42,6 +43,11 @@ def add_parser(sub: Any) -> None:
         "--conf",
         metavar="ALT.yaml",
         help="an alternative Volcano scheduler configuration: also report what it would have changed",
+    )
+    r.add_argument(
+        "--strict",
+        action="store_true",
+        help="refuse an alternative configuration (--conf) that draws a warning (e.g. an unknown plugin)",
     )
     r.add_argument(
         "--from",
@@ -100,9 +106,11 @@ def cmd_replay(args: argparse.Namespace) -> int:
         except (OSError, UnicodeDecodeError) as e:
             return _error(f"{args.conf}: cannot read the scheduler configuration: {e}")
         try:
-            alternative = parse_scheduler_conf(text, args.conf)
+            alternative = parse_scheduler_conf(text, args.conf, strict=args.strict)
         except ConfError as e:
             return _error(str(e))
+        for w in alternative.warnings:
+            print(f"warning: {w}", file=sys.stderr)
         alt_hash = conf_hash(text)
     try:
         report = anyio.run(_run, args.db, alternative, alt_hash, args.from_seq, args.to_seq)

@@ -42,6 +42,12 @@ def add_parser(sub: Any) -> None:
         help="Volcano scheduler configuration, re-read before every cycle (default: the bundled one)",
     )
     r.add_argument(
+        "--strict",
+        action="store_true",
+        default=None,
+        help="refuse a scheduler configuration that draws a warning (e.g. an unknown plugin name)",
+    )
+    r.add_argument(
         "--adapter", choices=("simulator", "kubernetes"), help="cluster adapter (default simulator)"
     )
     r.add_argument(
@@ -97,6 +103,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         for k in (
             "data_dir",
             "scheduler_conf",
+            "strict",
             "adapter",
             "cluster",
             "workload",

@@ -2,33 +2,87 @@
 
 Between two sessions a bound pod becomes Running on its node, an evicted pod is removed, and
 each PodGroup takes the status the session wrote; pipelining lives only inside a session.
-Virtual time starts at the newest creationTimestamp of the inputs and advances one
-schedulePeriod (1 s) per cycle.
+The first session's clock ("now") is given by the caller — the wall clock read once at the CLI
+edge, as Volcano's sessions read it, an explicit time, or (`--now manifests`) the newest
+creationTimestamp of the inputs — and advances one schedulePeriod (1 s) per cycle.
+
+A PodGroup whose Queue does not exist stays out of every session (as in Volcano), so its phase
+never changes; the report still names it, and its pending pods, with the reason.
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any
 
 from daemon.scheduler.framework.conf import SchedulerConf
 from daemon.scheduler.framework.run import SessionResult, run_session
+from daemon.scheduler.model.job import Condition
 from daemon.scheduler.model.resources import Resource
 from daemon.scheduler.model.snapshot import ClusterSnapshot
 from daemon.scheduler.model.task import TaskInfo, TaskStatus
 
 SCHEDULE_PERIOD_SECONDS = 1.0
+NOW_FROM_MANIFESTS = "manifests"
+
+
+class NowError(ValueError):
+    """A `--now` value that is neither RFC 3339, Unix seconds nor "manifests"."""
+
+
+@dataclass(slots=True)
+class OutOfSession:
+    """A PodGroup no session sees (its Queue does not exist): its phase as given, and why."""
+
+    phase: str
+    conditions: list[Condition]
+    reason: str
 
 
 @dataclass(slots=True)
 class DryRunResult:
     cycles: int
+    now: float = 0.0
     binds: dict[str, str] = field(default_factory=dict)
     evictions: list[str] = field(default_factory=list)
     eviction_reasons: dict[str, str] = field(default_factory=dict)
     last: SessionResult | None = None
     warnings: list[str] = field(default_factory=list)
+    out_of_session: dict[str, OutOfSession] = field(default_factory=dict)
+    out_of_session_pending: dict[str, str] = field(default_factory=dict)
+
+
+def parse_now(value: str) -> float | None:
+    """`--now`: Unix seconds, or an RFC 3339 time with its offset; None for "manifests"."""
+    if value == NOW_FROM_MANIFESTS:
+        return None
+    try:
+        seconds = float(value)
+    except ValueError:
+        pass
+    else:
+        if math.isfinite(seconds):
+            return seconds
+        raise NowError(f"--now: {value!r} is not a finite number of Unix seconds")
+    try:
+        when = datetime.fromisoformat(value)
+    except ValueError:
+        when = None
+    if when is None or when.tzinfo is None or "t" not in value.lower():
+        raise NowError(
+            f"--now: {value!r} is not an RFC 3339 time (e.g. 2024-03-05T12:00:00Z), "
+            f"Unix seconds or {NOW_FROM_MANIFESTS!r}"
+        )
+    return when.timestamp()
+
+
+def rfc3339(seconds: float) -> str:
+    """UTC, with a fraction only when there is one: 2024-03-05T12:00:00Z."""
+    when = datetime.fromtimestamp(seconds, UTC)
+    text = when.isoformat(timespec="microseconds" if when.microsecond else "seconds")
+    return text.replace("+00:00", "Z")
 
 
 def start_time(snapshot: ClusterSnapshot) -> float:
@@ -91,11 +145,34 @@ def apply_result(snapshot: ClusterSnapshot, result: SessionResult) -> None:
         job.status.failed = pg.failed
 
 
+def out_of_session(snapshot: ClusterSnapshot) -> tuple[dict[str, OutOfSession], dict[str, str]]:
+    """PodGroups Volcano leaves out of the session for want of their Queue, and their pending pods."""
+    groups: dict[str, OutOfSession] = {}
+    pending: dict[str, str] = {}
+    for uid in sorted(snapshot.jobs):
+        job = snapshot.jobs[uid]
+        if not job.has_pod_group or job.queue in snapshot.queues:
+            continue
+        reason = f"queue {job.queue!r} does not exist: the PodGroup is left out of the session"
+        groups[uid] = OutOfSession(job.status.phase, list(job.status.conditions), reason)
+        for t in sorted(job.tasks.values(), key=lambda t: t.key):
+            if t.status == TaskStatus.PENDING:
+                pending[t.key] = reason
+    return groups, pending
+
+
 def dry_run(
-    snapshot: ClusterSnapshot, conf: SchedulerConf, cycles: int, *, tracer_provider: Any = None
+    snapshot: ClusterSnapshot,
+    conf: SchedulerConf,
+    cycles: int,
+    *,
+    now: float | None = None,
+    tracer_provider: Any = None,
 ) -> DryRunResult:
-    out = DryRunResult(cycles=cycles)
-    now = start_time(snapshot)
+    """Run `cycles` sessions from `now` (None: the newest creationTimestamp of the inputs)."""
+    if now is None:
+        now = start_time(snapshot)
+    out = DryRunResult(cycles=cycles, now=now)
     for i in range(cycles):
         snapshot.now = now + i * SCHEDULE_PERIOD_SECONDS
         snapshot.session_id = f"session-{i + 1}"
@@ -110,6 +187,7 @@ def dry_run(
         out.last = result
         if i + 1 < cycles:
             apply_result(snapshot, result)
+    out.out_of_session, out.out_of_session_pending = out_of_session(snapshot)
     return out
 
 
@@ -140,6 +218,14 @@ def to_json(res: DryRunResult) -> dict[str, Any]:
         }
         for uid, pg in last.podgroups.items()
     }
+    for uid, skipped in res.out_of_session.items():
+        podgroups[uid] = {
+            "phase": skipped.phase,
+            "conditions": [
+                {"type": c.type, "reason": c.reason, "message": c.message} for c in skipped.conditions
+            ],
+            "outOfSession": skipped.reason,
+        }
     queues = {}
     for name, q in last.queues.items():
         queues[name] = {
@@ -150,11 +236,12 @@ def to_json(res: DryRunResult) -> dict[str, Any]:
         }
     return {
         "cycles": res.cycles,
+        "now": rfc3339(res.now),
         "binds": dict(sorted(res.binds.items())),
         "pipelined": dict(sorted(last.pipelined.items())),
         "evictions": sorted(dict.fromkeys(res.evictions)),
         "evictionReasons": dict(sorted(res.eviction_reasons.items())),
         "podgroups": dict(sorted(podgroups.items())),
         "queues": dict(sorted(queues.items())),
-        "pending": dict(sorted(last.pending.items())),
+        "pending": dict(sorted({**last.pending, **res.out_of_session_pending}.items())),
     }

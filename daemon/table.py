@@ -15,7 +15,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from daemon.offline import DryRunResult, quantities
+from daemon.offline import DryRunResult, quantities, rfc3339
 
 # Plain output is never wrapped: a line is as long as its longest cell needs.
 _UNBOUNDED_WIDTH = 1 << 20
@@ -64,7 +64,7 @@ def render_table(res: DryRunResult, *, terminal_width: int | None = None) -> str
 
     last = res.last
     assert last is not None
-    out: list[str] = [f"Fumarole dry run: {res.cycles} cycle(s)\n"]
+    out: list[str] = [f"Fumarole dry run: {res.cycles} cycle(s), now {rfc3339(res.now)}\n"]
     if last.queues:
         out.append("\nQUEUES\n")
         rows = [
@@ -83,6 +83,9 @@ def render_table(res: DryRunResult, *, terminal_width: int | None = None) -> str
     for uid, pg in last.podgroups.items():
         cond = pg.conditions[-1].type if pg.conditions else "-"
         rows.append([uid, pg.phase or "-", cond])
+    for uid, skipped in res.out_of_session.items():
+        rows.append([uid, skipped.phase or "-", skipped.reason])
+    rows.sort(key=lambda row: row[0])
     out.append(_table(["JOB", "PHASE", "CONDITION"], rows))
     out.append("\nBINDS\n")
     out.append(_table(["POD", "NODE"], [[k, v] for k, v in sorted(res.binds.items())]))
@@ -94,9 +97,9 @@ def render_table(res: DryRunResult, *, terminal_width: int | None = None) -> str
         out.append(
             _table(["POD", "WHY"], [[k, res.eviction_reasons.get(k, "")] for k in sorted(set(res.evictions))])
         )
-    if last.pending:
+    pending = {**last.pending, **res.out_of_session_pending}
+    if pending:
         out.append("\nPENDING\n")
-        out.append(_table(["POD", "WHY"], [[k, v] for k, v in sorted(last.pending.items())]))
-    for w in res.warnings:
-        out.append(f"\nwarning: {w}")
-    return "".join(out) + ("\n" if res.warnings else "")
+        out.append(_table(["POD", "WHY"], [[k, v] for k, v in sorted(pending.items())]))
+    # Warnings go to stderr only (the CLI prints them once), not into the table.
+    return "".join(out)

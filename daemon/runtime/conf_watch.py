@@ -15,7 +15,12 @@ from importlib import resources
 from pathlib import Path
 
 from daemon.scheduler.framework.conf import ConfError, SchedulerConf, parse_conf
-from daemon.scheduler.framework.registry import ACTIONS, KNOWN_UNIMPLEMENTED_ACTIONS, PLUGINS
+from daemon.scheduler.framework.registry import (
+    ACTIONS,
+    KNOWN_UNIMPLEMENTED_ACTIONS,
+    PLUGINS,
+    VOLCANO_ONLY_PLUGINS,
+)
 from store.events import ConfigurationRecorded, ConfigurationRejected, Event
 
 __all__ = ["ActiveConf", "ConfError", "ConfWatcher", "bundled_conf_text", "conf_hash", "parse_scheduler_conf"]
@@ -34,14 +39,21 @@ def bundled_conf_text() -> str:
     return (resources.files("daemon") / "examples" / BUNDLED_CONF).read_text()
 
 
-def parse_scheduler_conf(text: str, source: str) -> SchedulerConf:
-    """Parse and check a Volcano configuration; raises ConfError naming the source and key."""
+def parse_scheduler_conf(text: str, source: str, *, strict: bool = False) -> SchedulerConf:
+    """Parse and check a Volcano configuration; raises ConfError naming the source and key.
+
+    Volcano skips what it does not know (a plugin name, a flag for a feature it lacks) with a
+    warning, and so do we; with `strict` any such warning is an error instead.
+    """
     conf = parse_conf(
         text,
         source=source,
         known_actions=frozenset(ACTIONS) | KNOWN_UNIMPLEMENTED_ACTIONS,
         known_plugins=frozenset(PLUGINS),
+        volcano_only_plugins=VOLCANO_ONLY_PLUGINS,
     )
+    if strict and conf.warnings:
+        raise ConfError(f"{'; '.join(conf.warnings)} (strict: a configuration warning is an error)")
     missing = [a for a in conf.actions if a not in ACTIONS]
     if missing:
         raise ConfError(
@@ -62,7 +74,8 @@ class ActiveConf:
 class ConfWatcher:
     """Holds the active configuration; `poll()` reloads the file when its content changed."""
 
-    def __init__(self, path: str | None) -> None:
+    def __init__(self, path: str | None, *, strict: bool = False) -> None:
+        self.strict = strict
         self.path = Path(path) if path else None
         self.source = str(self.path) if self.path else f"<bundled {BUNDLED_CONF}>"
         try:
@@ -70,7 +83,9 @@ class ConfWatcher:
         except (OSError, UnicodeDecodeError) as e:
             why = e.strerror if isinstance(e, OSError) else f"not UTF-8 text ({e.reason})"
             raise ConfError(f"{self.source}: cannot read the scheduler configuration: {why}") from None
-        self.active = ActiveConf(parse_scheduler_conf(text, self.source), text, conf_hash(text), self.source)
+        self.active = ActiveConf(
+            parse_scheduler_conf(text, self.source, strict=strict), text, conf_hash(text), self.source
+        )
         self._last_seen = self.active.hash
         self._recorded: str | None = None
 
@@ -91,7 +106,7 @@ class ConfWatcher:
                 if h != self._last_seen:
                     self._last_seen = h
                     try:
-                        conf = parse_scheduler_conf(text, self.source)
+                        conf = parse_scheduler_conf(text, self.source, strict=self.strict)
                     except ConfError as e:
                         log.error("configuration rejected, keeping the last good one: %s", e)
                         out.append(ConfigurationRejected(source=self.source, error=str(e), conf_hash=h))

@@ -104,7 +104,7 @@ class Service:
         s = self.settings
         # Every check comes before anything is created: bad input, a data directory another
         # daemon holds or a port in use change nothing on disk.
-        conf = ConfWatcher(s.scheduler_conf or None)
+        conf = ConfWatcher(s.scheduler_conf or None, strict=s.strict)
         adapter = self._make_adapter()
         try:
             self.faults = FaultInjection.from_env(os.environ)

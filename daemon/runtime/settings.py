@@ -24,6 +24,7 @@ class SettingsError(ValueError):
 class Settings(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     data_dir: str = "fumarole-data"
     scheduler_conf: str = ""  # "" = the bundled default configuration
+    strict: bool = False  # a scheduler configuration warning (unknown plugin, ...) is an error
     adapter: Literal["simulator", "kubernetes"] = "simulator"
     cluster: str = ""  # simulator: cluster manifests ("" = bundled sample)
     workload: str = ""  # simulator: workload file ("" = bundled sample)

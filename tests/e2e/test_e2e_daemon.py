@@ -198,9 +198,15 @@ def test_bad_workload_or_conf_exit_2_and_create_nothing(tmp_path: Path) -> None:
     )
     bad_conf = tmp_path / "sched.yaml"
     bad_conf.write_text('actions: "enqueue, allocate"\ntiers:\n- plugins:\n  - nam: gang\n')
+    typo_conf = tmp_path / "typo.yaml"
+    typo_conf.write_text('actions: "enqueue, allocate"\ntiers:\n- plugins:\n  - name: gangg\n')
     cases = [
         (("--cluster", str(c), "--workload", str(bad_workload)), "fumarole.io/submit-at"),
         (("--conf", str(bad_conf)), "tiers[0].plugins[0].name"),
+        (
+            ("--strict", "--conf", str(typo_conf)),
+            "unknown plugin 'gangg' (not a Volcano plugin; did you mean",
+        ),
     ]
     for i, (args, needle) in enumerate(cases):
         data = tmp_path / f"data{i}"

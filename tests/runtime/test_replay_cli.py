@@ -225,6 +225,19 @@ def test_replay_with_an_alternative_configuration_reports_what_would_differ(
     assert "binds team-a/etl 0->6" in capsys.readouterr().out
 
 
+def test_replay_strict_refuses_an_alternative_that_draws_a_warning(
+    recorded: tuple[Path, dict[str, Any]], tmp_path: Path, capsys: Any
+) -> None:
+    alt = tmp_path / "alt.yaml"
+    alt.write_text(ALT_CONF.replace("name: gang", "name: gangg"))
+    assert main(["replay", "--db", str(recorded[0]), "--conf", str(alt), "--strict"]) == 2
+    err = capsys.readouterr().err
+    assert f"{alt}: tiers[0].plugins[1].name: unknown plugin 'gangg'" in err and "strict" in err
+    assert main(["replay", "--db", str(recorded[0]), "--conf", str(alt)]) == 0
+    err = capsys.readouterr().err
+    assert err.count("warning: ") == 1 and "did you mean 'gang'?" in err
+
+
 def test_replay_progress_is_reported_per_cycle(recorded: tuple[Path, dict[str, Any]]) -> None:
     seen: list[tuple[int, int]] = []
 

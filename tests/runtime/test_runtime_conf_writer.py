@@ -8,7 +8,7 @@ import anyio
 import pytest
 
 from daemon.cache import Projection
-from daemon.runtime.conf_watch import ConfWatcher, conf_hash
+from daemon.runtime.conf_watch import ConfError, ConfWatcher, conf_hash
 from daemon.runtime.session_loop import CycleRunner
 from daemon.runtime.writer import Writer
 from store.events import ConfigurationRecorded, ConfigurationRejected, CycleOpened, NodeUpserted
@@ -107,3 +107,24 @@ async def test_conf_reload_records_good_and_rejects_bad(tmp_path: Path) -> None:
             if isinstance(r.event, ConfigurationRecorded) and r.event.conf_hash == o.conf_hash
         )
         assert rec_seq <= o.watermark
+
+
+TYPO = 'actions: "enqueue, allocate"\ntiers:\n- plugins:\n  - name: gangg\n  - name: priority\n'
+
+
+def test_strict_watcher_refuses_a_warned_configuration_at_start_and_on_reload(tmp_path: Path) -> None:
+    f = tmp_path / "sched.yaml"
+    f.write_text(TYPO)
+    with pytest.raises(ConfError, match=r"tiers\[0\]\.plugins\[0\]\.name: unknown plugin 'gangg'"):
+        ConfWatcher(str(f), strict=True)
+    assert ConfWatcher(str(f)).active.conf.warnings  # lenient: accepted with the warning
+    f.write_text(GOOD)
+    watcher = ConfWatcher(str(f), strict=True)
+    assert [type(e) for e in watcher.poll()] == [ConfigurationRecorded]
+    f.write_text(TYPO)
+    events = watcher.poll()
+    assert [type(e) for e in events] == [ConfigurationRejected]
+    rejected = events[0]
+    assert isinstance(rejected, ConfigurationRejected)
+    assert "did you mean 'gang'?" in rejected.error and "strict" in rejected.error
+    assert watcher.active.text == GOOD  # the last good configuration stays in force

@@ -78,3 +78,13 @@ def test_listen_parsing() -> None:
         split_listen("nohost")
     with pytest.raises(SettingsError):
         load_settings(env={}, flags={"schedule_period": 0})
+
+
+def test_strict_from_file_environment_and_flag(tmp_path: Path) -> None:
+    assert load_settings(env={}).strict is False
+    f = tmp_path / "f.toml"
+    f.write_text("[fumarole]\nstrict = true\n")
+    assert load_settings(str(f), env={}).strict is True
+    assert load_settings(str(f), env={"FUMAROLE_STRICT": "false"}).strict is False
+    assert load_settings(env={"FUMAROLE_STRICT": "1"}).strict is True
+    assert load_settings(env={"FUMAROLE_STRICT": "0"}, flags={"strict": True}).strict is True

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import difflib
 import hashlib
 from dataclasses import dataclass, field
 from typing import Any
@@ -76,6 +77,23 @@ class ConfError(ValueError):
     """A configuration that cannot be used; the message names the key."""
 
 
+def _did_you_mean(name: str, candidates: frozenset[str]) -> str:
+    close = difflib.get_close_matches(name, sorted(candidates), n=1)
+    return f"did you mean {close[0]!r}?" if close else ""
+
+
+def unknown_plugin_message(name: str, implemented: frozenset[str], volcano_only: frozenset[str]) -> str:
+    """What we say about a plugin name Fumarole has no builder for (Volcano logs and skips it).
+
+    A name Volcano registers (`volcano_only`) is accepted as such; any other name is a typo or a
+    plugin of another scheduler, and the closest known name is suggested.
+    """
+    if name in volcano_only:
+        return f"plugin {name!r} is a Volcano plugin not implemented by Fumarole; it is skipped"
+    hint = _did_you_mean(name, implemented | volcano_only)
+    return f"unknown plugin {name!r} (not a Volcano plugin{'; ' + hint if hint else ''}); it is skipped"
+
+
 @dataclass(slots=True)
 class PluginOption:
     name: str
@@ -118,13 +136,15 @@ def parse_conf(
     source: str = "<conf>",
     known_actions: frozenset[str] | None = None,
     known_plugins: frozenset[str] | None = None,
+    volcano_only_plugins: frozenset[str] = frozenset(),
     apply_defaults: bool = True,
 ) -> SchedulerConf:
     """Parse and validate a Volcano scheduler configuration.
 
     Unknown top-level keys, unknown action names, wrong types and drf-with-hierarchy beside
     proportion in one tier are errors naming the key.  Unknown plugin names are accepted with a
-    warning (Volcano logs and skips them at session open).
+    warning (Volcano logs and skips them at session open) that tells a Volcano plugin Fumarole
+    lacks (`volcano_only_plugins`) from a name Volcano does not know either.
     """
     try:
         data = yaml.safe_load(text)
@@ -148,7 +168,11 @@ def parse_conf(
     for i, a in enumerate(actions):
         if known_actions is not None and a not in known_actions:
             known = ", ".join(sorted(known_actions))
-            raise ConfError(f"{source}: actions[{i}]: failed to find action {a!r} (known: {known})")
+            hint = _did_you_mean(a, known_actions)
+            raise ConfError(
+                f"{source}: actions[{i}]: failed to find action {a!r} "
+                f"({hint + ' ' if hint else ''}known: {known})"
+            )
 
     tiers_raw = data.get("tiers") or []
     if not isinstance(tiers_raw, list):
@@ -199,9 +223,8 @@ def parse_conf(
             if name == "proportion":
                 proportion = True
             if known_plugins is not None and name not in known_plugins:
-                warnings.append(
-                    f"{pwhere}.name: plugin {name!r} is not implemented by Fumarole; it is skipped"
-                )
+                message = unknown_plugin_message(name, known_plugins, volcano_only_plugins)
+                warnings.append(f"{pwhere}.name: {message}")
             tier.plugins.append(opt)
         if hdrf and proportion:
             raise ConfError(f"{where}: proportion and drf with hierarchy enabled conflicts")

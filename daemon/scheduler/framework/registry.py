@@ -74,3 +74,7 @@ PLUGINS: dict[str, PluginFactory] = {
 # Volcano actions and plugins that exist upstream but are not (yet) implemented here: a
 # configuration naming them is accepted with a warning (plugins) or refused clearly (actions).
 KNOWN_UNIMPLEMENTED_ACTIONS: frozenset[str] = frozenset()
+# Plugin names Volcano's factory.go registers that Fumarole has no builder for (commit ed72c7c8).
+VOLCANO_ONLY_PLUGINS: frozenset[str] = frozenset(
+    {"extender", "network-topology-aware", "numa-aware", "rescheduling", "usage"}
+)

@@ -15,7 +15,7 @@ from opentelemetry import trace
 
 from daemon.scheduler.framework import registry
 from daemon.scheduler.framework.close import update_job_statuses, update_queue_allocated
-from daemon.scheduler.framework.conf import SchedulerConf
+from daemon.scheduler.framework.conf import SchedulerConf, unknown_plugin_message
 from daemon.scheduler.framework.explain import pending_reasons
 from daemon.scheduler.framework.session import Eviction, Session
 from daemon.scheduler.model.job import Condition
@@ -135,10 +135,14 @@ def run_session(
 
 
 def _warn_unimplemented(ssn: Session, name: str) -> None:
-    """Volcano logs and skips a plugin it has no builder for; we say so once (conf may have already)."""
-    if any(f"plugin {name!r} is not implemented" in w for w in ssn.warnings):
+    """Volcano logs and skips a plugin it has no builder for; we say so once.
+
+    The configuration parser may have said it already, prefixed with the entry's key.
+    """
+    message = unknown_plugin_message(name, known_plugins(), registry.VOLCANO_ONLY_PLUGINS)
+    if any(w.endswith(message) for w in ssn.warnings):
         return
-    ssn.warnings.append(f"plugin {name!r} is not implemented by Fumarole; skipped")
+    ssn.warnings.append(message)
 
 
 def _snapshot_stats(ssn: Session) -> dict[tuple[str, str], tuple[int, float]]:
