@@ -15,7 +15,7 @@ import logging
 import sqlite3
 from collections import Counter
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import anyio
 
@@ -33,8 +33,15 @@ from store.log import CorruptEventError, LogError, StoredEvent
 from store.sqlite import SqliteEventLog
 
 if TYPE_CHECKING:
-    from daemon.runtime.service import Service
     from daemon.runtime.writer import Writer
+
+
+class Readiness(Protocol):
+    """What the live view asks of the daemon that serves it: whether its cache caught up."""
+
+    @property
+    def ready(self) -> bool: ...
+
 
 __all__ = ["LiveView", "ReadOnlyView", "StateReader", "job_detail"]
 
@@ -306,7 +313,7 @@ class LiveView(_ViewBase):
 
     def __init__(
         self,
-        service: Service,
+        service: Readiness,
         event_log: SqliteEventLog,
         projection: Any,
         writer: Writer,
