@@ -41,7 +41,23 @@ HISTORY_TYPES: tuple[str, ...] = (
 )
 LISTED = 100  # the most recent entries of each kind a history lists
 PAGE = 2000  # decision rows read per keyset page
-_CHUNK = 400  # cycles (or spans) per batched lookup
+_CHUNK = 400  # cycle ranges per batched lookup
+
+# A page of the job's decisions: the (job, seq) index of decision_index covers the search.
+_JOB_PAGE = (
+    "SELECT e.seq, e.type, e.v, e.body FROM decision_index d JOIN events e ON e.seq = d.seq "
+    "WHERE d.job = ? AND d.seq > ? AND d.seq <= ? ORDER BY d.seq LIMIT ?"
+)
+
+# Per [a, b) range: how many cycles, the last one, and the first decision (the CycleOpened) of cycle a.
+_CYCLE_FACTS = (
+    "WITH r(a, b) AS (VALUES {values}), f(a, b, seq) AS ("
+    "SELECT r.a, r.b, (SELECT first_seq FROM decision_cycles WHERE cycle = r.a) FROM r) "
+    "SELECT f.a, f.b, "
+    "(SELECT count(*) FROM decision_cycles WHERE cycle >= f.a AND cycle < f.b), "
+    "(SELECT max(cycle) FROM decision_cycles WHERE cycle >= f.a AND cycle < f.b), "
+    "f.seq, e.type, e.v, e.body FROM f LEFT JOIN events e ON e.seq = f.seq"
+)
 
 
 class _Reason(msgspec.Struct):
@@ -140,57 +156,46 @@ class JobHistoryReader:
     # ------------------------------------------------------------------------- reading
 
     def timeline(self, job: str, *, upto_seq: int) -> Timeline:
-        """The job's decisions up to `upto_seq`, folded (keyset pages over the decision index)."""
+        """The job's decisions up to `upto_seq`, folded: keyset pages over the decision index's
+        (job, seq) index alone (the rows' types are the events' own), bodies by primary key."""
         t = Timeline()
-        since = 1
+        since = 0
         while True:
-            sql, params = decision_query(since=since, limit=PAGE, types=HISTORY_TYPES, job=job)
-            rows = self._rows(sql, params)
-            fold_decisions(t, (_decision(row) for row in rows if row[0] <= upto_seq))
-            if len(rows) < PAGE or rows[-1][0] >= upto_seq:
+            rows = self._rows(_JOB_PAGE, (job, since, upto_seq, PAGE))
+            fold_decisions(t, (_decision(row) for row in rows if row[1] in HISTORY_TYPES))
+            if len(rows) < PAGE:
                 return t
-            since = int(rows[-1][0]) + 1
+            since = int(rows[-1][0])
 
-    def now_ms(self, cycles: Iterable[int]) -> dict[int, int]:
-        """The virtual time (CycleOpened.now_ms) of each cycle found (its span's first row)."""
-        out: dict[int, int] = {}
-        wanted = sorted(set(cycles))
+    def cycle_facts(
+        self, ranges: Sequence[tuple[int, int]]
+    ) -> dict[tuple[int, int], tuple[int, int, int | None]]:
+        """For each [first, end) cycle range: the number of cycles the log holds in it, the last of
+        them (`first` when none), and the virtual time (CycleOpened.now_ms) of `first` (None when the
+        log has no such cycle); one statement per chunk of ranges (decision_cycles by primary key)."""
+        out: dict[tuple[int, int], tuple[int, int, int | None]] = {}
+        wanted = sorted(set(ranges))
         for i in range(0, len(wanted), _CHUNK):
             chunk = wanted[i : i + _CHUNK]
-            rows = self._rows(
-                "SELECT c.cycle, e.seq, e.type, e.v, e.body FROM decision_cycles c "
-                f"JOIN events e ON e.seq = c.first_seq WHERE c.cycle IN ({','.join('?' * len(chunk))})",
-                chunk,
-            )
-            for cycle, seq, tag, v, body in rows:
-                ev = _decode(seq, tag, v, body)
-                if isinstance(ev, CycleOpened):
-                    out[int(cycle)] = ev.now_ms
-        for cycle in wanted:  # a span not opened by its CycleOpened (never written so): look it up
-            if cycle not in out:
-                sql, params = decision_query(cycle=cycle, types=("cycle.opened",), limit=1)
-                for seq, tag, v, _key, body in self._rows(sql, params):
+            values = ",".join("(?, ?)" for _ in chunk)
+            rows = self._rows(_CYCLE_FACTS.format(values=values), [x for r in chunk for x in r])
+            for a, b, n, last, seq, tag, v, body in rows:
+                now = None
+                if tag == "cycle.opened":
                     ev = _decode(seq, tag, v, body)
-                    if isinstance(ev, CycleOpened):
-                        out[cycle] = ev.now_ms
+                    now = ev.now_ms if isinstance(ev, CycleOpened) else None
+                elif seq is not None:  # a cycle whose first decision is not its CycleOpened (never so)
+                    now = self._opened_at(int(a))
+                out[(int(a), int(b))] = (int(n), int(last) if last is not None else int(a), now)
         return out
 
-    def cycle_counts(self, ranges: Sequence[tuple[int, int]]) -> list[tuple[int, int]]:
-        """For each [first, end) cycle range: (the number of cycles in the log, the last of them)."""
-        out: list[tuple[int, int]] = []
-        for i in range(0, len(ranges), _CHUNK):
-            chunk = ranges[i : i + _CHUNK]
-            values = ",".join("(?, ?, ?)" for _ in chunk)
-            params = [x for n, (a, b) in enumerate(chunk) for x in (n, a, b)]
-            rows = self._rows(
-                f"WITH r(n, a, b) AS (VALUES {values}) SELECT r.a, "
-                "(SELECT count(*) FROM decision_cycles WHERE cycle >= r.a AND cycle < r.b), "
-                "(SELECT max(cycle) FROM decision_cycles WHERE cycle >= r.a AND cycle < r.b) "
-                "FROM r ORDER BY r.n",
-                params,
-            )
-            out.extend((int(n), int(last) if last is not None else a) for a, n, last in rows)
-        return out
+    def _opened_at(self, cycle: int) -> int | None:
+        sql, params = decision_query(cycle=cycle, types=("cycle.opened",), limit=1)
+        for seq, tag, v, _key, body in self._rows(sql, params):
+            ev = _decode(seq, tag, v, body)
+            if isinstance(ev, CycleOpened):
+                return ev.now_ms
+        return None
 
     def history(self, job: str, *, upto_seq: int, last_cycle: int, listed: int = LISTED) -> JobHistory:
         """The job's history as the API shows it, from the decisions up to `upto_seq` (the folded
@@ -203,20 +208,22 @@ class JobHistoryReader:
             s.until_cycle if s.until_cycle is not None else max(last_cycle, s.first_cycle) + 1
             for s in t.spans
         ]
-        counts = self.cycle_counts([(s.first_cycle, end) for s, end in zip(t.spans, ends, strict=True)])
+        span_ranges = [(s.first_cycle, end) for s, end in zip(t.spans, ends, strict=True)]
         binds, evictions, phases = t.binds[-listed:], t.evictions[-listed:], t.phases[-listed:]
-        wanted = {s.first_cycle for s in t.spans} | {
-            s.until_cycle for s in t.spans if s.until_cycle is not None
-        }
-        wanted |= {last for _, last in counts[-1:]}
-        wanted |= {c for c, _ in binds} | {c for c, _ in evictions} | {c for c, _ in phases}
-        at = self.now_ms(wanted)
+        points = {s.until_cycle for s in t.spans if s.until_cycle is not None}
+        points |= {c for c, _ in binds} | {c for c, _ in evictions} | {c for c, _ in phases}
+        if t.spans and t.spans[-1].until_cycle is None:
+            points.add(last_cycle)  # an open span: the time it has waited so far
+        facts = self.cycle_facts(span_ranges + [(c, c + 1) for c in points])
+        at = {a: now for (a, _), (_, _, now) in facts.items() if now is not None}
         spans: list[WaitSpan] = []
-        waited_ms = 0
-        for s, (n, last) in zip(t.spans, counts, strict=True):
+        waited_ms = wait_cycles = 0
+        for s, r in zip(t.spans, span_ranges, strict=True):
+            n, last, _ = facts[r]
             start = at.get(s.first_cycle, 0)
             until_ms = at.get(s.until_cycle, start) if s.until_cycle is not None else None
-            waited_ms += (until_ms if until_ms is not None else at.get(last, start)) - start
+            waited_ms += (until_ms if until_ms is not None else at.get(last_cycle, start)) - start
+            wait_cycles += n
             spans.append(
                 WaitSpan(
                     first_cycle=s.first_cycle,
@@ -233,7 +240,7 @@ class JobHistoryReader:
         return JobHistory(
             waiting=final is not None and final.until_cycle is None,
             waited_ms=waited_ms,
-            wait_cycles=sum(n for n, _ in counts),
+            wait_cycles=wait_cycles,
             waited_from_cycle=first.first_cycle if first else None,
             waited_from_ms=first.from_ms if first else None,
             waited_until_cycle=final.until_cycle if final else None,
@@ -268,9 +275,9 @@ def _decode(seq: int, tag: str, v: int, body: bytes) -> Any:
 
 
 def _decision(row: tuple[Any, ...]) -> tuple[int, Any]:
-    """(cycle, decision) of a stored row (seq, type, v, idem_key, body); an explanation is decoded
-    to (message, reason codes) only, skipping its pods and node histograms."""
-    seq, tag, v, _key, body = row
+    """(cycle, decision) of a stored row (seq, type, v, body); an explanation is decoded to
+    (message, reason codes) only, skipping its pods and node histograms."""
+    seq, tag, v, body = row
     if tag == "decision.job_explained":
         if v == _EXPLAINED_V:
             try:
