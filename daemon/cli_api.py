@@ -181,7 +181,7 @@ def render_history(h: JobHistory) -> list[str]:
     lines = ["history (t = virtual time, [n] = cycle id):"]
     if h.waits_total:
         until = (
-            "still waiting at the end of the log"
+            "and still waits at the end of the log"
             if h.waiting
             else f"to t={_at(h.waited_until_ms or 0)} [{h.waited_until_cycle}]"
         )
@@ -216,13 +216,13 @@ def render_history(h: JobHistory) -> list[str]:
             f"[{w.first_cycle}]" if w.last_cycle == w.first_cycle else f"[{w.first_cycle}-{w.last_cycle}]"
         )
         until = (
-            f"until t={_at(w.until_ms or 0)} [{w.until_cycle}]"
+            f", until t={_at(w.until_ms or 0)} [{w.until_cycle}]"
             if w.until_cycle is not None
-            else "still at the end of the log"
+            else ", still at the end of the log"
         )
         why = f"[{', '.join(w.reasons)}] " if w.reasons else ""
         steps.append(
-            (w.first_cycle, 3, cycles, f"waiting {_plural(w.cycles, 'cycle')} {until}: {why}{w.message}")
+            (w.first_cycle, 3, cycles, f"waiting {_plural(w.cycles, 'cycle')}{until}: {why}{w.message}")
         )
     at = {b.cycle: b.at_ms for b in h.binds}
     at.update({e.cycle: e.at_ms for e in h.evictions})

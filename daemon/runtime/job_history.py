@@ -125,7 +125,7 @@ def _explained(t: Timeline, cycle: int, message: str, codes: tuple[str, ...]) ->
             open_span.until_cycle = cycle
         return
     if open_span is not None:
-        if set(open_span.codes) == set(codes):
+        if open_span.codes == codes or set(open_span.codes) == set(codes):
             return
         open_span.until_cycle = cycle
     t.spans.append(Span(first_cycle=cycle, codes=codes, message=message))

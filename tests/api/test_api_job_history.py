@@ -155,7 +155,7 @@ def test_explain_text_shows_the_history_as_a_timeline(finished: Path) -> None:
     assert f"{since} to t={last['until_ms'] // 1000}s [{last['until_cycle']}]" in out
     for s in want["spans"]:
         assert f"waiting {s['cycles']} cycle" in out
-        assert f"until t={s['until_ms'] // 1000}s [{s['until_cycle']}]: [" in out
+        assert f", until t={s['until_ms'] // 1000}s [{s['until_cycle']}]: [" in out
     for b in want["binds"]:
         pod, node = next(iter(b["pods"].items()))
         assert f"t={b['at_ms'] // 1000}s [{b['cycle']}]" in out and f"{pod} -> {node}" in out
@@ -200,8 +200,8 @@ def test_a_job_still_waiting_has_an_open_span_through_the_last_cycle(tmp_path: P
     assert span["reasons"] == [r["code"] for r in d["explanation"]["reasons"]]
     assert h["wait_cycles"] == 3 and h["waited_ms"] == 2000  # cycles 1..3, one virtual second apart
     text = _explain(db, "team-a/bad-fit").stdout
-    assert "still waiting at the end of the log" in text and "[1-3]" in text
-    assert "waiting 3 cycles still at the end of the log: [" in text
+    assert "and still waits at the end of the log" in text and "[1-3]" in text
+    assert "waiting 3 cycles, still at the end of the log: [" in text
 
 
 def test_the_history_lists_the_most_recent_entries_and_stops_at_the_folded_seq(finished: Path) -> None:
