@@ -1,8 +1,10 @@
 """A job's history from the decision index: when and why it waited, binds, evictions, phase changes.
 
 `JobHistoryReader.history(job, upto_seq=…, last_cycle=…)` reads the job's decisions (bind, evict,
-PodGroup status, explanation) through the decision index's (job, seq) index in keyset pages,
-never scanning the log, and folds them (`fold_decisions`, pure) into a timeline of cycle ids:
+PodGroup status, explanation) from the decision index alone, in keyset pages over its (job, seq)
+index, never scanning the log: a bind's pod and node, an explanation's reason codes and a
+status's phase are in the index row (`detail`, migration 0004; the event is read for a row
+indexed before it).  `fold_decisions` (pure) folds them into a timeline of cycle ids:
 
 * wait spans: a cycle's `decision.job_explained` is written only when the job's explanation
   changes, so consecutive explanations with the same set of reason codes form one span, from the
@@ -11,9 +13,10 @@ never scanning the log, and folds them (`fold_decisions`, pure) into a timeline 
 * binds grouped per cycle, evictions one by one, PodGroup phase changes.
 
 The cycles' virtual times (`CycleOpened.now_ms`) and the number of cycles each span covers are
-then read in a few batched queries (decision_cycles: one row per cycle).  Only the most recent
-`listed` entries of each kind are returned (the totals count all), so the answer stays small
-for a job with a long history.
+then read in one batched statement (decision_cycles: one row per cycle), and the events of what
+is listed (each span's first explanation, for its message; evictions, for action and reason)
+by primary key.  Only the most recent `listed` entries of each kind are returned (the totals
+count all), so the answer stays small for a job with a long history.
 """
 
 from __future__ import annotations
@@ -23,30 +26,30 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-import msgspec
-
 from api.types import BindStep, EvictionStep, JobHistory, PhaseStep, WaitSpan
-from store.codec import CodecError, current_version, decode
-from store.events import BindDecided, CycleOpened, EvictDecided, JobExplained, PodGroupStatusChanged
-from store.index import decision_query
+from store.codec import CodecError, decode
+from store.events import CycleOpened, EvictDecided, JobExplained, PodGroupStatusChanged
+from store.index import decision_query, explained_codes, explained_detail
 from store.log import CorruptEventError, LogError
 
-__all__ = ["HISTORY_TYPES", "JobHistoryReader", "Timeline", "fold_decisions"]
+__all__ = [
+    "Bound",
+    "Evicted",
+    "Explained",
+    "JobHistoryReader",
+    "Phase",
+    "Timeline",
+    "fold_decisions",
+]
 
-HISTORY_TYPES: tuple[str, ...] = (
-    "decision.bind",
-    "decision.evict",
-    "decision.podgroup_status",
-    "decision.job_explained",
-)
 LISTED = 100  # the most recent entries of each kind a history lists
 PAGE = 2000  # decision rows read per keyset page
 _CHUNK = 400  # cycle ranges per batched lookup
 
-# A page of the job's decisions: the (job, seq) index of decision_index covers the search.
+# A page of the job's decisions, from the decision index alone (its (job, seq) index, then the rows).
 _JOB_PAGE = (
-    "SELECT e.seq, e.type, e.v, e.body FROM decision_index d JOIN events e ON e.seq = d.seq "
-    "WHERE d.job = ? AND d.seq > ? AND d.seq <= ? ORDER BY d.seq LIMIT ?"
+    "SELECT seq, cycle, type, namespace, pod, node, detail FROM decision_index "
+    "WHERE job = ? AND seq > ? AND seq <= ? ORDER BY seq LIMIT ?"
 )
 
 # Per [a, b) range: how many cycles, the last one, and the first decision (the CycleOpened) of cycle a.
@@ -60,27 +63,40 @@ _CYCLE_FACTS = (
 )
 
 
-class _Reason(msgspec.Struct):
-    code: str
-
-
-class _ExplainedCodes(msgspec.Struct):
-    """The part of a current-version `decision.job_explained` body a history needs (the rest is skipped)."""
-
+@dataclass(frozen=True, slots=True)
+class Bound:
     cycle: int
-    message: str
-    reasons: list[_Reason] = []
+    pod: str
+    node: str
 
 
-_EXPLAINED = msgspec.msgpack.Decoder(_ExplainedCodes)
-_EXPLAINED_V = current_version("decision.job_explained")
+@dataclass(frozen=True, slots=True)
+class Evicted:
+    cycle: int
+    seq: int  # the decision.evict event (its action and reason are read when listed)
+
+
+@dataclass(frozen=True, slots=True)
+class Phase:
+    cycle: int
+    phase: str
+
+
+@dataclass(frozen=True, slots=True)
+class Explained:
+    cycle: int
+    seq: int  # the decision.job_explained event (its message is read when it starts a listed span)
+    codes: tuple[str, ...] | None  # ranked reason codes; None: the job no longer waits
+
+
+Decision = Bound | Evicted | Phase | Explained
 
 
 @dataclass(slots=True)
 class Span:
     first_cycle: int
+    seq: int  # the span's first explanation
     codes: tuple[str, ...]
-    message: str
     until_cycle: int | None = None
 
 
@@ -90,45 +106,39 @@ class Timeline:
 
     spans: list[Span] = field(default_factory=list)
     binds: list[tuple[int, dict[str, str]]] = field(default_factory=list)
-    evictions: list[tuple[int, EvictDecided]] = field(default_factory=list)
-    phases: list[tuple[int, str]] = field(default_factory=list)
+    evictions: list[Evicted] = field(default_factory=list)
+    phases: list[Phase] = field(default_factory=list)
 
 
-def fold_decisions(timeline: Timeline, decisions: Iterable[tuple[int, Any]]) -> Timeline:
-    """Fold (cycle, decision) pairs, in log order, into `timeline` (see the module docstring).
-
-    A decision is a BindDecided, an EvictDecided, a PodGroupStatusChanged, or an explanation
-    given as (message, reason codes ranked)."""
-    for cycle, d in decisions:
-        if isinstance(d, tuple):
-            message, codes = d
-            _explained(timeline, cycle, message, codes)
-        elif isinstance(d, BindDecided):
-            pod = f"{d.namespace}/{d.name}"
-            if timeline.binds and timeline.binds[-1][0] == cycle:
-                timeline.binds[-1][1][pod] = d.node
+def fold_decisions(timeline: Timeline, decisions: Iterable[Decision]) -> Timeline:
+    """Fold a job's decisions, in log order, into `timeline` (see the module docstring)."""
+    t = timeline
+    for d in decisions:
+        if isinstance(d, Explained):
+            _explained(t, d)
+        elif isinstance(d, Bound):
+            if t.binds and t.binds[-1][0] == d.cycle:
+                t.binds[-1][1][d.pod] = d.node
             else:
-                timeline.binds.append((cycle, {pod: d.node}))
-        elif isinstance(d, EvictDecided):
-            timeline.evictions.append((cycle, d))
-        elif isinstance(d, PodGroupStatusChanged) and (
-            not timeline.phases or timeline.phases[-1][1] != d.phase
-        ):
-            timeline.phases.append((cycle, d.phase))
-    return timeline
+                t.binds.append((d.cycle, {d.pod: d.node}))
+        elif isinstance(d, Evicted):
+            t.evictions.append(d)
+        elif not t.phases or t.phases[-1].phase != d.phase:
+            t.phases.append(d)
+    return t
 
 
-def _explained(t: Timeline, cycle: int, message: str, codes: tuple[str, ...]) -> None:
+def _explained(t: Timeline, d: Explained) -> None:
     open_span = t.spans[-1] if t.spans and t.spans[-1].until_cycle is None else None
-    if not message and not codes:  # no longer waiting
+    if d.codes is None:  # no longer waiting
         if open_span is not None:
-            open_span.until_cycle = cycle
+            open_span.until_cycle = d.cycle
         return
     if open_span is not None:
-        if open_span.codes == codes or set(open_span.codes) == set(codes):
+        if open_span.codes == d.codes or set(open_span.codes) == set(d.codes):
             return
-        open_span.until_cycle = cycle
-    t.spans.append(Span(first_cycle=cycle, codes=codes, message=message))
+        open_span.until_cycle = d.cycle
+    t.spans.append(Span(first_cycle=d.cycle, seq=d.seq, codes=d.codes))
 
 
 class JobHistoryReader:
@@ -156,16 +166,50 @@ class JobHistoryReader:
     # ------------------------------------------------------------------------- reading
 
     def timeline(self, job: str, *, upto_seq: int) -> Timeline:
-        """The job's decisions up to `upto_seq`, folded: keyset pages over the decision index's
-        (job, seq) index alone (the rows' types are the events' own), bodies by primary key."""
+        """The job's decisions up to `upto_seq`, folded (keyset pages over the decision index)."""
         t = Timeline()
         since = 0
         while True:
             rows = self._rows(_JOB_PAGE, (job, since, upto_seq, PAGE))
-            fold_decisions(t, (_decision(row) for row in rows if row[1] in HISTORY_TYPES))
+            fold_decisions(t, self._decisions(rows))
             if len(rows) < PAGE:
                 return t
             since = int(rows[-1][0])
+
+    def _decisions(self, rows: list[tuple[Any, ...]]) -> list[Decision]:
+        """The history's decisions of index rows (seq, cycle, type, namespace, pod, node, detail);
+        the events of rows without a detail (indexed before migration 0004) are read."""
+        missing = [r[0] for r in rows if r[6] is None and r[2] in _DETAILED]
+        details = {seq: _detail(seq, ev) for seq, ev in self.events(missing).items()} if missing else {}
+        out: list[Decision] = []
+        for seq, cycle, tag, ns, pod, node, detail in rows:
+            if tag == "decision.bind":
+                out.append(Bound(cycle, f"{ns or ''}/{pod or ''}", node or ""))
+            elif tag == "decision.evict":
+                out.append(Evicted(cycle, seq))
+            elif tag in _DETAILED:
+                detail = detail if detail is not None else details[seq]
+                if tag == "decision.podgroup_status":
+                    out.append(Phase(cycle, detail))
+                else:
+                    out.append(Explained(cycle, seq, explained_codes(detail)))
+        return out
+
+    def events(self, seqs: Sequence[int]) -> dict[int, Any]:
+        """The decoded events of the given seqs, by seq; an indexed seq without its event is corrupt."""
+        out: dict[int, Any] = {}
+        wanted = sorted(set(seqs))
+        for i in range(0, len(wanted), _CHUNK):
+            chunk = wanted[i : i + _CHUNK]
+            marks = ",".join("?" * len(chunk))
+            for seq, tag, v, body in self._rows(
+                f"SELECT seq, type, v, body FROM events WHERE seq IN ({marks})", chunk
+            ):
+                out[int(seq)] = _decode(seq, tag, v, body)
+        lost = next((s for s in wanted if s not in out), None)
+        if lost is not None:
+            raise CorruptEventError(lost, "indexed decision without its event row")
+        return out
 
     def cycle_facts(
         self, ranges: Sequence[tuple[int, int]]
@@ -211,7 +255,8 @@ class JobHistoryReader:
         span_ranges = [(s.first_cycle, end) for s, end in zip(t.spans, ends, strict=True)]
         binds, evictions, phases = t.binds[-listed:], t.evictions[-listed:], t.phases[-listed:]
         points = {s.until_cycle for s in t.spans if s.until_cycle is not None}
-        points |= {c for c, _ in binds} | {c for c, _ in evictions} | {c for c, _ in phases}
+        points |= {c for c, _ in binds} | {e.cycle for e in evictions} | {p.cycle for p in phases}
+        events = self.events([s.seq for s in t.spans[-listed:]] + [e.seq for e in evictions])
         if t.spans and t.spans[-1].until_cycle is None:
             points.add(last_cycle)  # an open span: the time it has waited so far
         facts = self.cycle_facts(span_ranges + [(c, c + 1) for c in points])
@@ -233,7 +278,7 @@ class JobHistoryReader:
                     until_cycle=s.until_cycle,
                     until_ms=until_ms,
                     reasons=list(s.codes),
-                    message=s.message,
+                    message=_message(events.get(s.seq)),  # read for the listed spans only
                 )
             )
         first, final = (spans[0], spans[-1]) if spans else (None, None)
@@ -249,19 +294,9 @@ class JobHistoryReader:
             waits_total=len(spans),
             binds=[BindStep(cycle=c, at_ms=at.get(c, 0), pods=pods) for c, pods in binds],
             binds_total=len(t.binds),
-            evictions=[
-                EvictionStep(
-                    cycle=c,
-                    at_ms=at.get(c, 0),
-                    pod=f"{e.namespace}/{e.name}",
-                    node=e.node,
-                    action=e.action,
-                    reason=e.reason,
-                )
-                for c, e in evictions
-            ],
+            evictions=[_eviction(e, at.get(e.cycle, 0), events[e.seq]) for e in evictions],
             evictions_total=len(t.evictions),
-            phases=[PhaseStep(cycle=c, at_ms=at.get(c, 0), phase=p) for c, p in phases],
+            phases=[PhaseStep(cycle=p.cycle, at_ms=at.get(p.cycle, 0), phase=p.phase) for p in phases],
             phases_total=len(t.phases),
             listed=listed,
         )
@@ -274,19 +309,30 @@ def _decode(seq: int, tag: str, v: int, body: bytes) -> Any:
         raise CorruptEventError(seq, str(e)) from e
 
 
-def _decision(row: tuple[Any, ...]) -> tuple[int, Any]:
-    """(cycle, decision) of a stored row (seq, type, v, body); an explanation is decoded to
-    (message, reason codes) only, skipping its pods and node histograms."""
-    seq, tag, v, body = row
-    if tag == "decision.job_explained":
-        if v == _EXPLAINED_V:
-            try:
-                lite = _EXPLAINED.decode(body)
-            except msgspec.DecodeError as e:
-                raise CorruptEventError(seq, f"{tag} v{v}: {e}") from e
-            return lite.cycle, (lite.message, tuple(r.code for r in lite.reasons))
-        ev = _decode(seq, tag, v, body)
-        assert isinstance(ev, JobExplained)
-        return ev.cycle, (ev.message, tuple(r.code for r in ev.reasons))
-    ev = _decode(seq, tag, v, body)
-    return int(ev.cycle), ev
+_DETAILED = ("decision.job_explained", "decision.podgroup_status")
+
+
+def _detail(seq: int, ev: Any) -> str:
+    """The index detail of an explanation or a status event (what migration 0004 indexes)."""
+    if isinstance(ev, JobExplained):
+        return explained_detail(ev.message, tuple(r.code for r in ev.reasons))
+    if isinstance(ev, PodGroupStatusChanged):
+        return ev.phase
+    raise CorruptEventError(seq, f"expected an explanation or a PodGroup status, got {type(ev).__name__}")
+
+
+def _message(ev: Any | None) -> str:
+    return ev.message if isinstance(ev, JobExplained) else ""
+
+
+def _eviction(e: Evicted, at_ms: int, ev: Any) -> EvictionStep:
+    if not isinstance(ev, EvictDecided):
+        raise CorruptEventError(e.seq, f"expected an eviction, got {type(ev).__name__}")
+    return EvictionStep(
+        cycle=e.cycle,
+        at_ms=at_ms,
+        pod=f"{ev.namespace}/{ev.name}",
+        node=ev.node,
+        action=ev.action,
+        reason=ev.reason,
+    )

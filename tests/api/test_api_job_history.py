@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import sqlite3
 import subprocess
 import sys
 from collections import defaultdict
@@ -14,7 +15,15 @@ from typing import Any
 import pytest
 from fumarole_api_kit import FUMAROLE, child_env, start_serve, stop, write_history
 
-from daemon.runtime.job_history import JobHistoryReader, Timeline, fold_decisions
+from daemon.runtime.job_history import (
+    Bound,
+    Evicted,
+    Explained,
+    JobHistoryReader,
+    Phase,
+    Timeline,
+    fold_decisions,
+)
 from store.events import (
     BindDecided,
     CycleOpened,
@@ -233,20 +242,42 @@ def test_the_history_lists_the_most_recent_entries_and_stops_at_the_folded_seq(f
         reader.close()
 
 
+def test_rows_indexed_before_the_detail_column_are_read_from_their_events(
+    finished: Path, tmp_path: Path
+) -> None:
+    db = tmp_path / "log.db"
+    db.write_bytes(finished.read_bytes())
+    jobs = _jobs_that_waited_then_ran(finished)
+    before = {job: json.loads(_explain(db, job, "--format", "json").stdout)["history"] for job in jobs}
+    conn = sqlite3.connect(db)
+    with conn:
+        assert conn.execute("UPDATE decision_index SET detail = NULL WHERE detail IS NOT NULL").rowcount > 0
+    conn.close()
+    after = {job: json.loads(_explain(db, job, "--format", "json").stdout)["history"] for job in jobs}
+    assert after == before
+
+
 def test_fold_groups_explanations_by_reason_set() -> None:
     t = fold_decisions(
         Timeline(),
         [
-            (1, ("1/2 pods pending; a", ("gang-unsatisfied", "predicates-failed"))),
-            (2, ("1/2 pods pending; b", ("predicates-failed", "gang-unsatisfied"))),  # same set: same span
-            (4, ("2/2 pods pending", ("queue-overused",))),
-            (5, ("", ())),  # no longer waiting
-            (7, ("1/2 pods pending", ("pipelined",))),
+            Explained(1, 10, ("gang-unsatisfied", "predicates-failed")),
+            Bound(2, "ns/a-0", "n1"),
+            Bound(2, "ns/a-1", "n2"),
+            Explained(2, 20, ("predicates-failed", "gang-unsatisfied")),  # the same set: the same span
+            Phase(3, "Inqueue"),
+            Phase(3, "Inqueue"),  # no change
+            Explained(4, 40, ("queue-overused",)),
+            Explained(5, 50, None),  # no longer waiting
+            Evicted(6, 60),
+            Explained(7, 70, ("pipelined",)),
         ],
     )
-    assert [(s.first_cycle, s.until_cycle, s.codes) for s in t.spans] == [
-        (1, 4, ("gang-unsatisfied", "predicates-failed")),
-        (4, 5, ("queue-overused",)),
-        (7, None, ("pipelined",)),
+    assert [(s.first_cycle, s.seq, s.until_cycle, s.codes) for s in t.spans] == [
+        (1, 10, 4, ("gang-unsatisfied", "predicates-failed")),
+        (4, 40, 5, ("queue-overused",)),
+        (7, 70, None, ("pipelined",)),
     ]
-    assert t.spans[0].message == "1/2 pods pending; a"  # the span keeps its first explanation
+    assert t.binds == [(2, {"ns/a-0": "n1", "ns/a-1": "n2"})]
+    assert [(p.cycle, p.phase) for p in t.phases] == [(3, "Inqueue")]
+    assert [e.seq for e in t.evictions] == [60]
