@@ -7,6 +7,7 @@ import msgspec
 from store.events import CycleClosed, DecisionEvent, Event, ObservedEvent, PendingReason
 
 __all__ = [
+    "BindStep",
     "CycleDetail",
     "CyclePage",
     "CycleRow",
@@ -14,21 +15,25 @@ __all__ = [
     "DecisionRow",
     "EventPage",
     "EventRow",
+    "EvictionStep",
     "Explanation",
     "Health",
     "IngestItem",
     "IngestRequest",
     "IngestResponse",
     "JobDetail",
+    "JobHistory",
     "JobList",
     "JobRow",
     "NodeList",
     "NodeRow",
+    "PhaseStep",
     "Problem",
     "QueueList",
     "QueueRow",
     "Ready",
     "TaskRow",
+    "WaitSpan",
 ]
 
 Quantities = dict[str, str]  # Kubernetes quantity strings by resource name ({"cpu": "500m"})
@@ -166,8 +171,81 @@ class JobList(msgspec.Struct, kw_only=True):
     folded_seq: int
 
 
+class WaitSpan(msgspec.Struct, kw_only=True):
+    """Consecutive cycles in which the job waited for the same set of reasons.
+
+    It waited from cycle `first_cycle` (virtual time `from_ms`) through `last_cycle` (`cycles`
+    cycles ran in between), until cycle `until_cycle` (`until_ms`), whose explanation has other
+    reasons or none (the job stopped waiting); `until_*` are null while it still waits at the end
+    of the log.  `reasons`: the reason codes, most important first, and `message` the explanation,
+    as recorded in `first_cycle`."""
+
+    first_cycle: int
+    last_cycle: int
+    cycles: int
+    from_ms: int
+    until_cycle: int | None
+    until_ms: int | None
+    reasons: list[str]
+    message: str
+
+
+class BindStep(msgspec.Struct, kw_only=True):
+    """The pods of the job a cycle bound (pod -> node), at the cycle's virtual time."""
+
+    cycle: int
+    at_ms: int
+    pods: dict[str, str]
+
+
+class EvictionStep(msgspec.Struct, kw_only=True):
+    """A pod of the job a cycle evicted: from which node, by which action, why."""
+
+    cycle: int
+    at_ms: int
+    pod: str
+    node: str
+    action: str
+    reason: str
+
+
+class PhaseStep(msgspec.Struct, kw_only=True):
+    """The cycle that moved the PodGroup to `phase` (Pending, Inqueue, Running, Completed, ...)."""
+
+    cycle: int
+    at_ms: int
+    phase: str
+
+
+class JobHistory(msgspec.Struct, kw_only=True):
+    """What the log's decisions say about the job over time (cycle ids and virtual times).
+
+    `waited_ms` / `wait_cycles`: the virtual time and the number of cycles it spent waiting in
+    all; it waited from `waited_from_cycle` to `waited_until_cycle` (null while it still waits:
+    `waiting`).  The lists are oldest first and hold the most recent `listed` entries of each
+    kind; `*_total` counts them all."""
+
+    waiting: bool
+    waited_ms: int
+    wait_cycles: int
+    waited_from_cycle: int | None
+    waited_from_ms: int | None
+    waited_until_cycle: int | None
+    waited_until_ms: int | None
+    waits: list[WaitSpan]
+    waits_total: int
+    binds: list[BindStep]
+    binds_total: int
+    evictions: list[EvictionStep]
+    evictions_total: int
+    phases: list[PhaseStep]
+    phases_total: int
+    listed: int
+
+
 class JobDetail(msgspec.Struct, kw_only=True):
-    """A job (PodGroup) now: phase, conditions, tasks by status, and why it waits (null when it does not)."""
+    """A job (PodGroup) now: phase, conditions, tasks by status, why it waits (null when it does not),
+    and its history: when and why it waited, when it was bound, evictions, phase changes."""
 
     namespace: str
     name: str
@@ -181,6 +259,7 @@ class JobDetail(msgspec.Struct, kw_only=True):
     pending: bool
     explanation: Explanation | None
     folded_seq: int
+    history: JobHistory
 
 
 # ----------------------------------------------------------------------------- queues, nodes

@@ -19,9 +19,23 @@ def _clock_advanced_v1(fields: dict[str, Any]) -> dict[str, Any]:
     return {**fields, "facts": 0}
 
 
-UPCASTERS: dict[tuple[str, int], Upcaster] = {("clock.advanced", 1): _clock_advanced_v1}
-"""(type, version) -> the upcaster from that version to the next.  When a type's fields change,
-bump its `v` default and add the step here."""
+def _podgroup_status_v1(fields: dict[str, Any]) -> dict[str, Any]:
+    """decision.podgroup_status v1 -> v2: a condition's kind was keyed `type_`, now `type`."""
+    conditions = fields.get("conditions")
+    if isinstance(conditions, list):
+        fields["conditions"] = [
+            {("type" if k == "type_" else k): val for k, val in c.items()} if isinstance(c, dict) else c
+            for c in conditions
+        ]
+    return fields
+
+
+UPCASTERS: dict[tuple[str, int], Upcaster] = {
+    ("clock.advanced", 1): _clock_advanced_v1,
+    ("decision.podgroup_status", 1): _podgroup_status_v1,
+}
+"""(type, version) -> the upcaster from that version to the next.  When a type's fields change, bump
+its `v` default (the event class) and add the step here."""
 
 
 class CodecError(LogError, ValueError):

@@ -1,4 +1,5 @@
-"""The decision index: which job, pod, queue, node and cycle each decision event names (0002, 0003).
+"""The decision index: which job, pod, queue, node and cycle each decision event names (0002, 0003),
+and the detail a job's history needs (0004: an explanation's reason codes, a PodGroup's phase).
 
 `index_fields(event)` gives the index row of a decision (None for events that are not part of
 a cycle); the SQLite writer inserts it in the same transaction as the event, so the index is
@@ -35,15 +36,17 @@ __all__ = [
     "backfill_index",
     "cycle_spans",
     "decision_query",
+    "explained_codes",
+    "explained_detail",
     "index_fields",
 ]
 
-# (cycle, type, job, namespace, pod, queue, node); the seq is added by the writer.
-IndexFields = tuple[int, str, str | None, str | None, str | None, str | None, str | None]
+# (cycle, type, job, namespace, pod, queue, node, detail); the seq is added by the writer.
+IndexFields = tuple[int, str, str | None, str | None, str | None, str | None, str | None, str | None]
 
 INSERT_INDEX = (
-    "INSERT INTO decision_index (seq, cycle, type, job, namespace, pod, queue, node) "
-    "VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
+    "INSERT INTO decision_index (seq, cycle, type, job, namespace, pod, queue, node, detail) "
+    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
 )
 
 # A cycle's span: the first and last seq of its decisions (migration 0003), widened per transaction.
@@ -67,7 +70,21 @@ def _placement(event: Any, tag: str) -> IndexFields:
         event.name or None,
         event.queue or None,
         event.node or None,
+        None,
     )
+
+
+def explained_detail(message: str, codes: tuple[str, ...]) -> str:
+    """The index detail of an explanation: '+' and its reason codes (most important first), '-' when
+    the job no longer waits (no message, no reason)."""
+    return "+" + ",".join(codes) if message or codes else "-"
+
+
+def explained_codes(detail: str) -> tuple[str, ...] | None:
+    """The reason codes of an explanation's index detail; None when the job no longer waits."""
+    if detail == "-":
+        return None
+    return tuple(detail[1:].split(",")) if len(detail) > 1 else ()
 
 
 def _explained(event: Any, tag: str) -> IndexFields:
@@ -79,15 +96,25 @@ def _explained(event: Any, tag: str) -> IndexFields:
         None,
         event.queue or None,
         None,
+        explained_detail(event.message, tuple(r.code for r in event.reasons)),
     )
 
 
 def _status(event: Any, tag: str) -> IndexFields:
-    return (event.cycle, tag, f"{event.namespace}/{event.name}", event.namespace or None, None, None, None)
+    return (
+        event.cycle,
+        tag,
+        f"{event.namespace}/{event.name}",
+        event.namespace or None,
+        None,
+        None,
+        None,
+        event.phase,
+    )
 
 
 def _cycle_only(event: Any, tag: str) -> IndexFields:
-    return (event.cycle, tag, None, None, None, None, None)
+    return (event.cycle, tag, None, None, None, None, None, None)
 
 
 _BY_CLASS: dict[type[EventBase], tuple[str, Any]] = {}

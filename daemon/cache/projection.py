@@ -189,7 +189,7 @@ class Projection(ProjectionState):
             if st is not None:
                 job.status.phase = st.phase
                 job.status.conditions = [
-                    Condition(c.type_, c.status, c.reason, c.message, c.transition_id) for c in st.conditions
+                    Condition(c.type, c.status, c.reason, c.message, c.transition_id) for c in st.conditions
                 ]
                 job.status.running = st.running
                 job.status.succeeded = st.succeeded

@@ -18,7 +18,7 @@ from store.events import JobExplained, PodGroupStatusChanged, QueueFigures
 
 __all__ = ["FORMAT", "SnapshotFormatError", "decode_projection", "encode_projection", "state_image"]
 
-FORMAT = 1
+FORMAT = 2  # 2: PodGroup conditions keyed `type` (decision.podgroup_status v2)
 
 
 class SnapshotFormatError(ValueError):

@@ -3,7 +3,8 @@
 `StateReader` answers the API's questions about cluster state from a projection: it freezes the
 projection into a ClusterSnapshot once per folded sequence (the same snapshot a cycle would
 see) and builds jobs, queues and nodes from it, plus the explanations and queue figures the
-projection folded.  `LiveView` is the running daemon (writes go through its single writer;
+projection folded, and a job's history up to the folded sequence (daemon/runtime/job_history.py).
+`LiveView` is the running daemon (writes go through its single writer;
 metrics are fed by the writer's event listeners).  `ReadOnlyView` is `fumarole serve`: a
 read-only log and a projection that follows the log's tail as another process appends.
 """
@@ -21,9 +22,10 @@ import anyio
 
 from api.decision_json import DEFAULT_CACHE_BYTES, DecisionJsonCache, decision_page_json, page_json
 from api.metrics import SchedulerMetrics
-from api.types import Explanation, JobDetail, JobRow, NodeRow, QueueRow, TaskRow
+from api.types import Explanation, JobDetail, JobHistory, JobRow, NodeRow, QueueRow, TaskRow
 from daemon.cache import Projection, load_projection
 from daemon.offline import quantities
+from daemon.runtime.job_history import JobHistoryReader
 from daemon.scheduler.model.job import JobInfo
 from daemon.scheduler.model.snapshot import ClusterSnapshot
 from daemon.scheduler.model.task import TaskStatus
@@ -56,10 +58,12 @@ def _status_counts(job: JobInfo) -> dict[str, int]:
 
 
 class StateReader:
-    """Jobs, queues and nodes of a projection as API types (snapshot cached per folded sequence)."""
+    """Jobs, queues and nodes of a projection as API types (snapshot cached per folded sequence);
+    a job's history is read from the log's decision index through `history`."""
 
-    def __init__(self, projection: Projection) -> None:
+    def __init__(self, projection: Projection, history: JobHistoryReader) -> None:
         self.projection = projection
+        self.history = history
         self._seq = -1
         self._snap: ClusterSnapshot | None = None
         self._jobs: dict[str, JobInfo] = {}
@@ -106,7 +110,9 @@ class StateReader:
         j = self._jobs.get(uid)
         if j is None:
             return None
-        return job_detail(j, self.projection, self.projection.seq)
+        p = self.projection
+        history = self.history.history(uid, upto_seq=p.seq, last_cycle=p.last_cycle)
+        return job_detail(j, p, p.seq, history)
 
     def queues(self) -> list[QueueRow]:
         snap = self.snapshot()
@@ -153,8 +159,8 @@ class StateReader:
         return self._nodes
 
 
-def job_detail(j: JobInfo, projection: Projection, folded_seq: int) -> JobDetail:
-    """One job as the API shows it: tasks by status and, when it waits, its explanation."""
+def job_detail(j: JobInfo, projection: Projection, folded_seq: int, history: JobHistory) -> JobDetail:
+    """One job as the API shows it: tasks by status, its explanation when it waits, its history."""
     uid = f"{j.namespace}/{j.name}"
     ev = projection.explained.get(uid)
     explanation = None
@@ -184,6 +190,7 @@ def job_detail(j: JobInfo, projection: Projection, folded_seq: int) -> JobDetail
         pending=explanation is not None or TaskStatus.PENDING.label in by_status,
         explanation=explanation,
         folded_seq=folded_seq,
+        history=history,
     )
 
 
@@ -242,7 +249,8 @@ class _ViewBase:
     ) -> None:
         self._log = event_log
         self._projection = projection
-        self.state = StateReader(projection)
+        self._history = JobHistoryReader(event_log.path)
+        self.state = StateReader(projection, self._history)
         self.metrics = SchedulerMetrics()
         self.metrics.seed(projection.explanations(), projection.queue_figures)
         self._index = IndexReader(event_log.path)
@@ -306,6 +314,7 @@ class _ViewBase:
     def close_index(self) -> None:
         self._index.close()
         self._raw.close()
+        self._history.close()
 
 
 class LiveView(_ViewBase):

@@ -225,7 +225,7 @@ def decide(
                 failed=pg.failed,
                 conditions=tuple(
                     PodGroupConditionRecord(
-                        type_=c.type,
+                        type=c.type,
                         status=c.status,
                         reason=c.reason,
                         message=c.message,

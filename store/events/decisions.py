@@ -83,14 +83,19 @@ class PipelineDecided(EventBase, frozen=True, tag="decision.pipeline"):
 
 
 class PodGroupConditionRecord(msgspec.Struct, frozen=True, kw_only=True):
-    type_: str = ""
+    """One PodGroup condition as Volcano writes it (`type`: Scheduled, Unschedulable, ...)."""
+
+    type: str = ""
     status: str = ""
     reason: str = ""
     message: str = ""
     transition_id: str = ""
 
 
-class PodGroupStatusChanged(EventBase, frozen=True, tag="decision.podgroup_status"):
+class PodGroupStatusChanged(EventBase, frozen=True, kw_only=True, tag="decision.podgroup_status"):
+    """A PodGroup's status as the session left it.  v2: a condition's kind is keyed `type` (v1
+    wrote `type_`; store/codec.py upcasts)."""
+
     cycle: int
     namespace: str
     name: str
@@ -100,6 +105,7 @@ class PodGroupStatusChanged(EventBase, frozen=True, tag="decision.podgroup_statu
     failed: int = 0
     conditions: tuple[PodGroupConditionRecord, ...] = ()
     trace_id: str = ""
+    v: int = 2
 
 
 class PendingReason(msgspec.Struct, frozen=True, kw_only=True):

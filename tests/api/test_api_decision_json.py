@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import shutil
+import sqlite3
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -241,3 +243,47 @@ def test_row_json_upcasts_old_versions_and_refuses_corrupt_bodies(monkeypatch: p
         row_json(42, "decision.bind", 1, codec.encode(ev))  # a body of another type
     with pytest.raises(CorruptEventError):
         row_json(43, "cycle.closed", 2, codec.encode(ev))  # newer than the code
+
+
+def _to_v1_podgroup_status(db: Path) -> int:
+    """Rewrite the log's decision.podgroup_status rows as v1 wrote them (conditions keyed `type_`)."""
+    with sqlite3.connect(db) as conn:
+        rows = conn.execute("SELECT seq, body FROM events WHERE type = 'decision.podgroup_status'").fetchall()
+        for seq, body in rows:
+            fields = msgspec.msgpack.decode(body)
+            fields["v"] = 1
+            fields["conditions"] = [
+                {("type_" if k == "type" else k): v for k, v in c.items()} for c in fields["conditions"]
+            ]
+            conn.execute(
+                "UPDATE events SET v = 1, body = ? WHERE seq = ?", (msgspec.msgpack.encode(fields), seq)
+            )
+    return len(rows)
+
+
+async def test_old_podgroup_status_rows_are_served_with_conditions_keyed_type(
+    recorded: tuple[Path, dict[str, Any]], tmp_path: Path, aiohttp_client: Any
+) -> None:
+    db = tmp_path / "log.db"
+    shutil.copy(recorded[0], db)
+    assert _to_v1_podgroup_status(db) > 0
+    view = await ReadOnlyView.open(str(db), freeze_gc=False)
+    try:
+        client = await aiohttp_client(build_app(view))
+        pages = []
+        for _ in range(3):  # a new query, asked once before, asked twice before (rows from the cache)
+            r = await client.get("/v1/decisions?type=decision.podgroup_status")
+            assert r.status == 200
+            pages.append(await r.read())
+        assert pages[0] == pages[1] == pages[2] and b'"type_"' not in pages[0]
+        events = [item["event"] for item in json.loads(pages[0])["items"]]
+        conditions = [c for e in events for c in e["conditions"]]
+        assert conditions and all(c["type"] for c in conditions)
+        assert {e["v"] for e in events} == {2}
+        train = view.job("team-a", "train")  # the projection folded the upcast events too
+        assert train is not None and train.conditions and all(c["type"] for c in train.conditions)
+        schema = (await (await client.get("/openapi.json")).json())["components"]["schemas"]
+        assert "type" in schema["PodGroupConditionRecord"]["properties"]
+        assert "type_" not in schema["PodGroupConditionRecord"]["properties"]
+    finally:
+        await view.close()

@@ -5,6 +5,7 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
+import msgspec
 import pytest
 
 from api.metrics import SchedulerMetrics, exponential_buckets_range
@@ -15,10 +16,12 @@ from store.events import (
     EvictDecided,
     JobExplained,
     NodeUpserted,
+    PendingReason,
+    PodGroupStatusChanged,
     QueueFigures,
     QueueFiguresRecorded,
 )
-from store.index import backfill_index, decision_query, index_fields
+from store.index import backfill_index, decision_query, explained_codes, index_fields
 from store.sqlite import SqliteEventLog
 
 
@@ -53,8 +56,8 @@ async def test_index_rows_are_written_with_the_events(tmp_path: Path) -> None:
         assert await log.append([NodeUpserted(name="n0", manifest={})], idem_keys=["node"]) == [1]
         rows = _rows(db)
         assert [r[0] for r in rows] == seqs[1:]  # the node (an observed event) is not indexed
-        assert rows[1] == (3, 1, "decision.bind", "ns/j", "ns", "p0", "q", "n0")
-        assert rows[0][3:] == (None, None, None, None, None)
+        assert rows[1] == (3, 1, "decision.bind", "ns/j", "ns", "p0", "q", "n0", None)
+        assert rows[0][3:] == (None, None, None, None, None, None)
         by_job = await log.read_decisions(job="ns/k")
         assert [r.seq for r in by_job] == [4]
         by_pod = await log.read_decisions(namespace="ns", pod="p0")
@@ -95,7 +98,19 @@ async def test_backfill_indexes_decisions_written_before_the_index(tmp_path: Pat
 def test_index_fields_and_query_shapes() -> None:
     assert index_fields(NodeUpserted(name="n", manifest={})) is None
     ex = JobExplained(cycle=3, namespace="a", name="b", queue="q", message="m")
-    assert index_fields(ex) == (3, "decision.job_explained", "a/b", "a", None, "q", None)
+    assert index_fields(ex) == (3, "decision.job_explained", "a/b", "a", None, "q", None, "+")
+    reasons = (
+        PendingReason(code="gang-unsatisfied", message="x"),
+        PendingReason(code="pipelined", message="y"),
+    )
+    waits = msgspec.structs.replace(ex, reasons=reasons)
+    assert index_fields(waits)[-1] == "+gang-unsatisfied,pipelined"  # type: ignore[index]
+    assert explained_codes("+gang-unsatisfied,pipelined") == ("gang-unsatisfied", "pipelined")
+    gone = msgspec.structs.replace(ex, message="")
+    assert index_fields(gone)[-1] == "-" and explained_codes("-") is None  # type: ignore[index]
+    assert explained_codes("+") == ()  # waiting, no reason classified
+    status = PodGroupStatusChanged(cycle=3, namespace="a", name="b", phase="Running")
+    assert index_fields(status) == (3, "decision.podgroup_status", "a/b", "a", None, None, None, "Running")
     sql, params = decision_query(job="a/b", node="n1", since=5, limit=10, types=("decision.bind",))
     assert "?" in sql and "a/b" not in sql and params == [5, "a/b", "n1", "decision.bind", 10]
     with pytest.raises(ValueError):

@@ -163,9 +163,7 @@ def test_cache_evict_marks_releasing_until_deleted_or_failed() -> None:
 
 def test_cache_podgroup_status_is_kept_until_the_api_copy_with_a_status_arrives() -> None:
     p = base()
-    cond = PodGroupConditionRecord(
-        type_="Scheduled", status="True", reason="tasks", transition_id="session-1"
-    )
+    cond = PodGroupConditionRecord(type="Scheduled", status="True", reason="tasks", transition_id="session-1")
     fold(p, PodGroupStatusChanged(cycle=1, namespace="ns", name="pg", phase="Inqueue", conditions=(cond,)))
     job = p.freeze().jobs["ns/pg"]
     assert job.status.phase == "Inqueue"

@@ -7,7 +7,7 @@ from typing import Any
 from daemon.cache import Projection
 from store.events import PodGroupConditionRecord, PodGroupStatusChanged, PodGroupUpserted
 
-COND = PodGroupConditionRecord(type_="Scheduled", status="True", reason="ready", transition_id="session-1")
+COND = PodGroupConditionRecord(type="Scheduled", status="True", reason="ready", transition_id="session-1")
 
 
 def _pg(status: dict[str, Any] | None) -> PodGroupUpserted:

@@ -382,7 +382,7 @@ def _all_events(ops: list[Any]) -> list[Any]:
                 )
             )
         elif tag == "pg":
-            cond = PodGroupConditionRecord(type_="Scheduled", status="True", transition_id="session-1")
+            cond = PodGroupConditionRecord(type="Scheduled", status="True", transition_id="session-1")
             out.append(
                 PodGroupStatusChanged(cycle=1, namespace=op[1], name=op[2], phase=op[3], conditions=(cond,))
             )
@@ -466,5 +466,5 @@ def test_cache_snapshot_bytes_are_msgpack_of_the_state() -> None:
     p.fold(1, NodeUpserted(name="n0", manifest={"metadata": {"name": "n0"}}, at_ms=5))
     data = encode_projection(p)
     raw = msgspec.msgpack.decode(data)
-    assert raw["format"] == 1 and raw["seq"] == 1 and raw["now_ms"] == 5
+    assert raw["format"] == 2 and raw["seq"] == 1 and raw["now_ms"] == 5
     assert raw["objects"]["Node"] == [["", "n0", {"metadata": {"name": "n0"}}]]

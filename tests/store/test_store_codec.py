@@ -13,7 +13,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from fumarole_store_kit import ALL_SAMPLES, clock, node
 
 from store.codec import UPCASTERS, CodecError, current_version, decode, encode, event_row
-from store.events import EVENT_TYPES, ClockAdvanced, NodeUpserted, event_type
+from store.events import (
+    EVENT_TYPES,
+    ClockAdvanced,
+    NodeUpserted,
+    PodGroupConditionRecord,
+    PodGroupStatusChanged,
+    event_type,
+)
 
 
 def test_samples_cover_every_event_type():
@@ -24,7 +31,7 @@ def test_samples_cover_every_event_type():
 def test_round_trip(event):
     tag, v, data = event_row(event)
     assert tag == event_type(event)
-    assert v == current_version(tag) == (2 if tag == "clock.advanced" else 1)
+    assert v == current_version(tag) == (2 if tag in ("clock.advanced", "decision.podgroup_status") else 1)
     assert decode(tag, v, data) == event
     # the bytes are a msgpack map carrying the tag and the version
     raw = msgspec.msgpack.decode(data)
@@ -98,3 +105,38 @@ def test_a_v1_clock_advance_reads_as_one_with_no_facts():
 def test_shipped_upcaster_registry_only_names_known_types_and_old_versions():
     for (tag, v), fn in UPCASTERS.items():
         assert tag in EVENT_TYPES and v < current_version(tag) and callable(fn)
+
+
+def test_podgroup_conditions_are_keyed_type_and_a_v1_event_keyed_type__still_decodes():
+    cond = PodGroupConditionRecord(type="Unschedulable", status="True", reason="NotEnoughResources")
+    ev = PodGroupStatusChanged(cycle=4, namespace="ns", name="pg", phase="Pending", conditions=(cond,))
+    tag, v, data = event_row(ev)
+    assert (tag, v) == ("decision.podgroup_status", 2)
+    written = msgspec.msgpack.decode(data)["conditions"][0]
+    assert written["type"] == "Unschedulable" and "type_" not in written
+    assert b'"type":"Unschedulable"' in msgspec.json.encode(ev)
+    # what v1 (before the rename) wrote: the condition's kind under `type_`
+    old = msgspec.msgpack.encode(
+        {
+            "type": "decision.podgroup_status",
+            "v": 1,
+            "cycle": 4,
+            "namespace": "ns",
+            "name": "pg",
+            "phase": "Pending",
+            "running": 0,
+            "succeeded": 0,
+            "failed": 0,
+            "conditions": [
+                {
+                    "type_": "Unschedulable",
+                    "status": "True",
+                    "reason": "NotEnoughResources",
+                    "message": "",
+                    "transition_id": "",
+                }
+            ],
+            "trace_id": "",
+        }
+    )
+    assert decode("decision.podgroup_status", 1, old) == ev

@@ -66,6 +66,12 @@ def test_decision_query_binds_the_cycle_as_a_parameter() -> None:
     assert params == [2, 4, 4, 4, 5]
 
 
+_INSERT_INDEX_V2 = (
+    "INSERT INTO decision_index (seq, cycle, type, job, namespace, pod, queue, node) "
+    "VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
+)
+
+
 def _old_log(db: Path, versions: int, events: list[Event]) -> None:
     """A log at schema `versions` with `events`, written as the writer of that version did."""
     migrate(str(db), migrations=load_migrations()[:versions])
@@ -79,8 +85,10 @@ def _old_log(db: Path, versions: int, events: list[Event]) -> None:
                 (seq, tag, v, data),
             )
             fields = index_fields(ev)
-            if versions >= 2 and fields is not None:
+            if versions >= 4 and fields is not None:
                 conn.execute(INSERT_INDEX, (seq, *fields))
+            elif versions >= 2 and fields is not None:  # before 0004: no detail column
+                conn.execute(_INSERT_INDEX_V2, (seq, *fields[:7]))
         conn.execute("COMMIT")
     finally:
         conn.close()
