@@ -24,9 +24,9 @@ from api.decision_json import DEFAULT_CACHE_BYTES, DecisionJsonCache, decision_p
 from api.metrics import SchedulerMetrics
 from api.types import Explanation, JobDetail, JobHistory, JobRow, NodeRow, QueueRow, TaskRow
 from daemon.cache import Projection, load_projection
-from daemon.offline import quantities
 from daemon.runtime.job_history import JobHistoryReader
 from daemon.scheduler.model.job import JobInfo
+from daemon.scheduler.model.resources import finite_quantities
 from daemon.scheduler.model.snapshot import ClusterSnapshot
 from daemon.scheduler.model.task import TaskStatus
 from store.events import Event, QueueFigures
@@ -129,9 +129,9 @@ class StateReader:
                         state=q.state,
                         parent=q.parent or f.parent,
                         reclaimable=q.is_reclaimable(),
-                        capability=quantities(q.capability),
-                        guarantee=quantities(q.guarantee) or dict(f.guarantee),
-                        deserved=dict(f.deserved) or quantities(q.deserved),
+                        capability=finite_quantities(q.capability),
+                        guarantee=finite_quantities(q.guarantee) or dict(f.guarantee),
+                        deserved=dict(f.deserved) or finite_quantities(q.deserved),
                         allocated=dict(f.allocated),
                         inqueue=dict(f.inqueue),
                         request=dict(f.request),
@@ -148,10 +148,10 @@ class StateReader:
             self._nodes = [
                 NodeRow(
                     name=n.name,
-                    allocatable=quantities(n.allocatable),
-                    idle=quantities(n.idle),
-                    used=quantities(n.used),
-                    releasing=quantities(n.releasing),
+                    allocatable=finite_quantities(n.allocatable),
+                    idle=finite_quantities(n.idle),
+                    used=finite_quantities(n.used),
+                    releasing=finite_quantities(n.releasing),
                     pods=sorted(f"{t.namespace}/{t.name}" for t in n.tasks.values()),
                 )
                 for n in snap.nodes

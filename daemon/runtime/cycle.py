@@ -41,11 +41,10 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 
 from daemon.cache.projection import session_id
-from daemon.offline import quantities
 from daemon.scheduler.framework.conf import SchedulerConf
 from daemon.scheduler.framework.run import SessionResult, run_session
 from daemon.scheduler.model.job import JobInfo
-from daemon.scheduler.model.resources import Resource
+from daemon.scheduler.model.resources import Resource, finite_quantities
 from daemon.scheduler.model.snapshot import ClusterSnapshot
 from daemon.scheduler.model.task import TaskInfo
 from store.events import (
@@ -287,7 +286,7 @@ def _plugin_seconds(result: SessionResult) -> dict[str, float]:
 def _quantities(r: Any) -> dict[str, str]:
     if not isinstance(r, Resource):
         return {}
-    return quantities(r)
+    return finite_quantities(r)
 
 
 def queue_figures(raw: Mapping[str, Mapping[str, Any]]) -> dict[str, QueueFigures]:

@@ -9,6 +9,7 @@ tolerance (`MIN_RESOURCE`); with integer inputs this is exact comparison.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Mapping
 from enum import IntEnum
 from typing import Any
@@ -425,3 +426,20 @@ def sum_resources(items: Iterable[Resource]) -> Resource:
     for r in items:
         total.add(r)
     return total
+
+
+def finite_quantities(r: Resource | None) -> dict[str, str]:
+    """Kubernetes quantity strings; unlimited (infinite) dimensions are left out."""
+    if r is None:
+        return {}
+    finite = Resource(
+        r.cpu if math.isfinite(r.cpu) else 0,
+        r.memory if math.isfinite(r.memory) else 0,
+        {k: v for k, v in r.scalars.items() if math.isfinite(v)},
+    )
+    out = finite.to_quantities()
+    if not math.isfinite(r.cpu):
+        out.pop("cpu", None)
+    if not math.isfinite(r.memory):
+        out.pop("memory", None)
+    return out

@@ -18,9 +18,7 @@ from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
 from typing import Any
 
-EXIT_OK = 0
-EXIT_DIFFERENT = 1
-EXIT_BAD_INPUT = 2
+from daemon.cli.exits import EXIT_BAD_INPUT, EXIT_DIFFERENT, EXIT_OK
 
 __all__ = ["add_parser", "cmd_replay", "report_json", "report_table"]
 
@@ -121,7 +119,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
     if args.format == "json":
         sys.stdout.write(json.dumps(report_json(report, args.db), separators=(",", ":")) + "\n")
     else:
-        from daemon.table import stdout_terminal_width
+        from daemon.cli.tables import stdout_terminal_width
 
         sys.stdout.write(report_table(report, args.db, terminal_width=stdout_terminal_width()))
     return EXIT_DIFFERENT if report.different else EXIT_OK
@@ -231,7 +229,7 @@ def _whatif_text(w: Any) -> str:
 
 
 def report_table(report: Any, db: str, *, terminal_width: int | None = None) -> str:
-    from daemon.table import text_table
+    from daemon.cli.tables import text_table
 
     alt = bool(report.alternative_hash)
     headers = ["CYCLE", "SEQ", "WATERMARK", "RESULT", "FIRST DIFFERENCE"]

@@ -15,7 +15,8 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from daemon.offline import DryRunResult, quantities, rfc3339
+from daemon.cli.dry_run import DryRunResult, rfc3339
+from daemon.scheduler.model.resources import finite_quantities
 
 # Plain output is never wrapped: a line is as long as its longest cell needs.
 _UNBOUNDED_WIDTH = 1 << 20
@@ -26,7 +27,7 @@ def _fmt_res(r: object) -> str:
 
     if not isinstance(r, Resource):
         return "-"
-    q = quantities(r)
+    q = finite_quantities(r)
     return ", ".join(f"{k}={v}" for k, v in q.items() if k != "pods") or "-"
 
 

@@ -6,8 +6,7 @@ import argparse
 import sys
 from typing import Any
 
-EXIT_OK = 0
-EXIT_BAD_INPUT = 2
+from daemon.cli.exits import EXIT_BAD_INPUT, EXIT_OK
 
 
 def add_parsers(sub: Any) -> None:

@@ -20,7 +20,7 @@ from typing import Any
 from daemon.scheduler.framework.conf import SchedulerConf
 from daemon.scheduler.framework.run import SessionResult, run_session
 from daemon.scheduler.model.job import Condition
-from daemon.scheduler.model.resources import Resource
+from daemon.scheduler.model.resources import finite_quantities
 from daemon.scheduler.model.snapshot import ClusterSnapshot
 from daemon.scheduler.model.task import TaskInfo, TaskStatus
 
@@ -191,23 +191,6 @@ def dry_run(
     return out
 
 
-def quantities(r: Resource | None) -> dict[str, str]:
-    """Kubernetes quantity strings; unlimited (infinite) dimensions are left out."""
-    if r is None:
-        return {}
-    finite = Resource(
-        r.cpu if math.isfinite(r.cpu) else 0,
-        r.memory if math.isfinite(r.memory) else 0,
-        {k: v for k, v in r.scalars.items() if math.isfinite(v)},
-    )
-    out = finite.to_quantities()
-    if not math.isfinite(r.cpu):
-        out.pop("cpu", None)
-    if not math.isfinite(r.memory):
-        out.pop("memory", None)
-    return out
-
-
 def to_json(res: DryRunResult) -> dict[str, Any]:
     last = res.last
     assert last is not None
@@ -229,9 +212,9 @@ def to_json(res: DryRunResult) -> dict[str, Any]:
     queues = {}
     for name, q in last.queues.items():
         queues[name] = {
-            "deserved": quantities(q.get("deserved")),
-            "allocated": quantities(q.get("allocated")),
-            "capability": quantities(q.get("capability")),
+            "deserved": finite_quantities(q.get("deserved")),
+            "allocated": finite_quantities(q.get("allocated")),
+            "capability": finite_quantities(q.get("capability")),
             "share": round(float(q.get("share", 0.0)), 6),
         }
     return {

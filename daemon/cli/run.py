@@ -8,9 +8,7 @@ import os
 import sys
 from typing import Any
 
-EXIT_OK = 0
-EXIT_FAILED = 1
-EXIT_BAD_INPUT = 2
+from daemon.cli.exits import EXIT_BAD_INPUT, EXIT_FAILED
 
 
 def add_parser(sub: Any) -> None:

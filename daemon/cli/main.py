@@ -1,0 +1,62 @@
+"""The `fumarole` command: its top-level parser, the subcommands' registration and exit codes.
+
+One module per subcommand in this package (schedule, run, replay, explain, serve, and migrate /
+events in eventlog); each registers its parser with `add_parser(sub)`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+from daemon.cli import eventlog, explain, replay, run, schedule, serve
+from daemon.cli.exits import EXIT_BAD_INPUT, EXIT_OK, InputError
+
+
+def _version() -> str:
+    """The installed distribution's version (pyproject.toml's, once installed)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("fumarole")
+    except PackageNotFoundError:
+        return "unknown (not installed)"
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="fumarole",
+        description="Volcano's batch scheduling model as an event-sourced daemon.",
+    )
+    p.add_argument(
+        "--version", action="version", version=f"%(prog)s {_version()}", help="print the version and exit"
+    )
+    sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    schedule.add_parser(sub)
+    run.add_parser(sub)
+    eventlog.add_parsers(sub)
+    replay.add_parser(sub)
+    serve.add_parser(sub)
+    explain.add_parser(sub)
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    from daemon.manifests import ManifestError
+    from daemon.scheduler.framework.conf import ConfError
+
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        rc: int = args.func(args)
+    except (InputError, ManifestError, ConfError) as e:
+        print(f"fumarole: error: {e}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except BrokenPipeError:
+        return EXIT_OK
+    return rc
+
+
+if __name__ == "__main__":
+    sys.exit(main())
