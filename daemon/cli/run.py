@@ -26,7 +26,7 @@ def add_parser(sub: Any) -> None:
     r.add_argument(
         "--config",
         metavar="FILE.toml",
-        help="daemon settings file (TOML; keys as in README 'Daemon settings'; env FUMAROLE_CONFIG)",
+        help="daemon settings file (TOML; keys as in docs/daemon.md 'Daemon settings'; env FUMAROLE_CONFIG)",
     )
     r.add_argument(
         "--data-dir",

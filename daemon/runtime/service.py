@@ -87,7 +87,7 @@ class Service:
         if s.adapter == "kubernetes":
             raise ServiceError(
                 "--adapter kubernetes: the Kubernetes adapter is not available in this version "
-                "(only the simulator is); see README 'Adapters'"
+                "(only the simulator is); see docs/daemon.md 'Adapters'"
             )
         from daemon.adapters.simulator import Simulator
 

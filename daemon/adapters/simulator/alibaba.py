@@ -6,7 +6,7 @@ workload file (one single-pod Volcano Job per trace pod) and, when asked, a clus
 Command line: `python -m daemon.adapters.simulator.alibaba TRACE_DIR OUT.yaml [--limit N]
 [--seed S] [--cluster-out CLUSTER.yaml] [--nodes N] [--max-duration 2h]`.
 
-Mapping (see the README section "Simulator adapter"):
+Mapping (see docs/simulator.md):
 * a window of `limit` consecutive pods (by creation time) starting at a seeded random
   position; submit-at = creation_time - the window's first creation_time;
 * duration = deletion_time - scheduled_time (deletion_time - creation_time for pods never

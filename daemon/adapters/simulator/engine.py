@@ -2,7 +2,7 @@
 
 State is a projection of the events the simulator itself emits: every change goes through
 `_fold`, and `resume(events)` folds the log's copy of them, so a restarted simulator is in
-exactly the state the uninterrupted one was in.  See the README section "Simulator adapter".
+exactly the state the uninterrupted one was in.  See docs/simulator.md.
 """
 
 from __future__ import annotations

@@ -8,7 +8,7 @@ Pipelined/Releasing occupies the cards its own annotations name; removing it fre
 when the predicates plugin is configured, the card allocation whose annotations are recorded on
 the task (`TaskInfo.bind_annotations`), so later tasks of the session see the card as used.
 
-Deviations, all documented in the README (plugin `deviceshare`): the node lock is checked
+Deviations, all documented in docs/plugins.md (plugin `deviceshare`): the node lock is checked
 when filtering (Volcano fails the allocation instead: Fumarole's event handlers cannot fail),
 the Ascend NPU devices and `deviceshare.GPUExclusiveRules` are not implemented (warning), and
 ties among cards are broken by card index.
