@@ -264,6 +264,22 @@ def decision_query(
     return sql, params
 
 
+def open_readonly(path: str, *, mmap_bytes: int = 1 << 30, busy_timeout_ms: int = 5000) -> sqlite3.Connection:
+    """A synchronous, read-only, memory-mapped connection to a log file for hot-path readers.
+
+    Usable from any thread (`check_same_thread=False`; callers serialise their own use), in
+    autocommit mode, refusing writes (`query_only`), waiting `busy_timeout_ms` for a writer.
+    """
+    from pathlib import Path
+
+    uri = f"{Path(path).resolve().as_uri()}?mode=ro"
+    conn = sqlite3.connect(uri, uri=True, isolation_level=None, check_same_thread=False)
+    conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
+    conn.execute(f"PRAGMA mmap_size = {int(mmap_bytes)}")
+    conn.execute("PRAGMA query_only = 1")
+    return conn
+
+
 class IndexReader:
     """A synchronous read-only connection for decision lookups (the API's hot path).
 
@@ -273,13 +289,7 @@ class IndexReader:
     """
 
     def __init__(self, path: str, *, mmap_bytes: int = 1 << 30, busy_timeout_ms: int = 5000) -> None:
-        from pathlib import Path
-
-        uri = f"{Path(path).resolve().as_uri()}?mode=ro"
-        self._conn = sqlite3.connect(uri, uri=True, isolation_level=None, check_same_thread=False)
-        self._conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
-        self._conn.execute(f"PRAGMA mmap_size = {int(mmap_bytes)}")
-        self._conn.execute("PRAGMA query_only = 1")
+        self._conn = open_readonly(path, mmap_bytes=mmap_bytes, busy_timeout_ms=busy_timeout_ms)
 
     def decisions(
         self, *, since: int = 1, limit: int = 100, types: tuple[str, ...] = (), **filters: str | int | None

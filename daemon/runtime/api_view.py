@@ -30,7 +30,7 @@ from daemon.scheduler.model.resources import finite_quantities
 from daemon.scheduler.model.snapshot import ClusterSnapshot
 from daemon.scheduler.model.task import TaskStatus
 from store.events import Event, QueueFigures
-from store.index import IndexReader, decision_query
+from store.index import IndexReader, decision_query, open_readonly
 from store.log import CorruptEventError, LogError, StoredEvent
 from store.sqlite import SqliteEventLog
 
@@ -199,13 +199,7 @@ class RawDecisionReader:
     read-only connection with a memory map (like store/index.py IndexReader, whose query it runs)."""
 
     def __init__(self, path: str, *, mmap_bytes: int = 1 << 30, busy_timeout_ms: int = 5000) -> None:
-        from pathlib import Path
-
-        uri = f"{Path(path).resolve().as_uri()}?mode=ro"
-        self._conn = sqlite3.connect(uri, uri=True, isolation_level=None, check_same_thread=False)
-        self._conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
-        self._conn.execute(f"PRAGMA mmap_size = {int(mmap_bytes)}")
-        self._conn.execute("PRAGMA query_only = 1")
+        self._conn = open_readonly(path, mmap_bytes=mmap_bytes, busy_timeout_ms=busy_timeout_ms)
         self.path = path
 
     def rows(

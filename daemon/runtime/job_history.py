@@ -29,7 +29,7 @@ from typing import Any
 from api.types import BindStep, EvictionStep, JobHistory, PhaseStep, WaitSpan
 from store.codec import CodecError, decode
 from store.events import CycleOpened, EvictDecided, JobExplained, PodGroupStatusChanged
-from store.index import decision_query, explained_codes, explained_detail
+from store.index import decision_query, explained_codes, explained_detail, open_readonly
 from store.log import CorruptEventError, LogError
 
 __all__ = [
@@ -145,13 +145,7 @@ class JobHistoryReader:
     """A synchronous read-only connection answering job histories (like store/index.py IndexReader)."""
 
     def __init__(self, path: str, *, mmap_bytes: int = 1 << 30, busy_timeout_ms: int = 5000) -> None:
-        from pathlib import Path
-
-        uri = f"{Path(path).resolve().as_uri()}?mode=ro"
-        self._conn = sqlite3.connect(uri, uri=True, isolation_level=None, check_same_thread=False)
-        self._conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
-        self._conn.execute(f"PRAGMA mmap_size = {int(mmap_bytes)}")
-        self._conn.execute("PRAGMA query_only = 1")
+        self._conn = open_readonly(path, mmap_bytes=mmap_bytes, busy_timeout_ms=busy_timeout_ms)
         self.path = path
 
     def close(self) -> None:
