@@ -729,7 +729,8 @@ class FakeApiServer:
                     raise ApiError(
                         403,
                         "Forbidden",
-                        f'pods "{obj["metadata"]["name"]}" is forbidden: no PriorityClass with name {pcn} was found',
+                        f'pods "{obj["metadata"]["name"]}" is forbidden: '
+                        f"no PriorityClass with name {pcn} was found",
                     )
                 spec["priority"] = pc["value"] if pc else 2000000000
             else:
@@ -874,7 +875,7 @@ class FakeApiServer:
             raise _conflict(
                 res,
                 name,
-                f"Precondition failed: UID in precondition: {pre['uid']}, UID in object meta: {obj['metadata']['uid']}",
+                _uid_mismatch(pre["uid"], obj),
             )
         grace = body.get("gracePeriodSeconds") if isinstance(body, dict) else None
         if grace is None and q.get("gracePeriodSeconds") is not None:
@@ -914,7 +915,7 @@ class FakeApiServer:
             raise _conflict(
                 res,
                 name,
-                f"Precondition failed: UID in precondition: {uid}, UID in object meta: {obj['metadata']['uid']}",
+                _uid_mismatch(uid, obj),
             )
         if obj["metadata"].get("deletionTimestamp"):
             raise _conflict(res, name, f"pod {name} is being deleted, cannot be assigned to a host")
@@ -986,6 +987,10 @@ def _same(a: dict[str, Any], b: dict[str, Any]) -> bool:
         return o
 
     return strip(a) == strip(b)
+
+
+def _uid_mismatch(uid: str, obj: dict[str, Any]) -> str:
+    return f"Precondition failed: UID in precondition: {uid}, UID in object meta: {obj['metadata']['uid']}"
 
 
 def _go_bool(text: str) -> bool:
