@@ -28,6 +28,7 @@ from daemon.runtime.conf_watch import ConfWatcher
 from daemon.runtime.dispatch import Dispatcher
 from daemon.runtime.fault_injection import CrashAfterCommits, FaultInjection
 from daemon.runtime.listen import ListenError, bind_listen
+from daemon.runtime.live_loop import run_live
 from daemon.runtime.lockstep import TRACKED_TYPES, LockstepTracker, Step
 from daemon.runtime.session_loop import CycleRunner, CycleSummary
 from daemon.runtime.settings import Settings, split_listen
@@ -85,9 +86,15 @@ class Service:
     def _make_adapter(self) -> Any:
         s = self.settings
         if s.adapter == "kubernetes":
-            raise ServiceError(
-                "--adapter kubernetes: the Kubernetes adapter is not available in this version "
-                "(only the simulator is); see README 'Adapters'"
+            try:
+                from daemon.adapters.kubernetes import KubernetesCluster
+            except ImportError as e:
+                raise ServiceError(
+                    "--adapter kubernetes needs the 'kubernetes' extra "
+                    f"(pip install 'fumarole[kubernetes]'): {e}"
+                ) from None
+            return KubernetesCluster(
+                kubeconfig=s.kubeconfig, scheduler_names=s.scheduler_names, concurrency=s.kube_concurrency
             )
         from daemon.adapters.simulator import Simulator
 
@@ -106,6 +113,17 @@ class Service:
         # daemon holds or a port in use change nothing on disk.
         conf = ConfWatcher(s.scheduler_conf or None, strict=s.strict)
         adapter = self._make_adapter()
+        if not getattr(adapter, "live", False):
+            return await self._run_checked(conf, adapter)
+        await self._connect(adapter)
+        try:
+            return await self._run_checked(conf, adapter)
+        finally:
+            with anyio.CancelScope(shield=True):
+                await adapter.close()
+
+    async def _run_checked(self, conf: ConfWatcher, adapter: Any) -> int:
+        s = self.settings
         try:
             self.faults = FaultInjection.from_env(os.environ)
         except ValueError as e:
@@ -132,6 +150,15 @@ class Service:
         finally:
             if api_socket is not None:
                 api_socket.close()
+
+    async def _connect(self, adapter: Any) -> None:
+        """A live adapter's credentials and server checks, before anything is created on disk."""
+        from daemon.adapters.kubernetes import KubeSetupError
+
+        try:
+            await adapter.connect()
+        except KubeSetupError as e:
+            raise ServiceError(f"--adapter {self.settings.adapter}: {e}") from None
 
     def _bind_api(self) -> socket.socket:
         try:
@@ -169,7 +196,13 @@ class Service:
         writer.event_listeners.append(lockstep.fold)
         if self.faults.crash_after_commits:
             writer.listeners.append(CrashAfterCommits(self.faults.crash_after_commits))
-        dispatcher = Dispatcher(event_log, writer, adapter, batch=self.faults.dispatch_batch or 2000)
+        dispatcher = Dispatcher(
+            event_log,
+            writer,
+            adapter,
+            batch=self.faults.dispatch_batch or 2000,
+            concurrency=getattr(adapter, "concurrency", 1),
+        )
         runner = CycleRunner(projection, conf, tracer_provider=self.tracer_provider)
         runner.cycle = projection.last_cycle
         conf.mark_recorded(projection.conf_hash or None)
@@ -184,6 +217,8 @@ class Service:
                 await self._start_api(event_log, projection, writer, api_socket) if api_socket else None
             )
             try:
+                if getattr(adapter, "live", False):
+                    return await run_live(self, adapter, writer, dispatcher, runner, event_log)
                 if lockstep.position().step is Step.LIST:
                     await writer.submit(await adapter.initial_events())
                 else:

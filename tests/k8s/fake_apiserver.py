@@ -113,6 +113,14 @@ BUILTIN = [
         "policy", "v1", "poddisruptionbudgets", "PodDisruptionBudget", True, ("status",), short=("pdb",)
     ),
     Resource("coordination.k8s.io", "v1", "leases", "Lease", True),
+    Resource(
+        "authorization.k8s.io",
+        "v1",
+        "selfsubjectaccessreviews",
+        "SelfSubjectAccessReview",
+        False,
+        verbs=("create",),
+    ),
 ]
 
 
@@ -482,6 +490,8 @@ class FakeApiServer:
             }.get(m)
             if verb is None or (m == "POST" and name and not sub) or (m != "POST" and not name):
                 raise ApiError(405, "MethodNotAllowed", f"the server does not allow this method on {res.gr}")
+        if res.plural == "selfsubjectaccessreviews":
+            return web.json_response(self._access_review(request, await request.json()), status=201)
         self._auth(request, verb, res, sub, ns)
         if verb == "watch":
             return await self._watch(request, res, ns)
@@ -504,6 +514,37 @@ class FakeApiServer:
             )
         body = await request.read()
         return web.json_response(self._delete(res, ns or "", name, json.loads(body) if body else {}, q))
+
+    def _access_review(self, request: web.Request, body: Any) -> dict[str, Any]:
+        """SelfSubjectAccessReview: may the caller's token do this? (any authenticated caller may ask)"""
+        self._auth(request, "create", None, "", None)
+        attrs = ((body or {}).get("spec") or {}).get("resourceAttributes") or {}
+        res = next(
+            (
+                r
+                for r in self.resources
+                if r.plural == attrs.get("resource") and r.group == attrs.get("group", "")
+            ),
+            None,
+        )
+        allowed = True
+        if res is not None:
+            try:
+                self._auth(
+                    request, attrs.get("verb", ""), res, attrs.get("subresource", ""), attrs.get("namespace")
+                )
+            except ApiError:
+                allowed = False
+        else:
+            header = request.headers.get("Authorization", "")
+            allowed = self.tokens.get(header[7:]) == ALL
+        return {
+            "kind": "SelfSubjectAccessReview",
+            "apiVersion": "authorization.k8s.io/v1",
+            "metadata": {"creationTimestamp": None},
+            "spec": {"resourceAttributes": attrs},
+            "status": {"allowed": allowed} | ({} if allowed else {"reason": ""}),
+        }
 
     def _key(self, res: Resource, ns: str | None, name: str) -> tuple[str, str]:
         return (ns or "", name) if res.namespaced else ("", name)

@@ -1,0 +1,87 @@
+"""The Kubernetes adapter: a live cluster as source (list + watch) and sink (bind, evict, statuses).
+
+`KubernetesCluster` is what the runtime talks to (daemon/runtime/live_loop.py): `connect()` loads
+the credentials and checks the server (client.py); `resume(facts)` rebuilds what the log knows
+after a restart; `list_all()` is a reconciled listing; `watch(submit)` runs the watches until
+cancelled (source.py); `apply(seq, decision)` acts on a bind or an eviction and `report(seq,
+event)` writes PodGroup statuses and pending pods' conditions (sink.py).  Which objects are kept
+and what is stripped before logging: objects.py.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from daemon.adapters.kubernetes.client import KubeApi, KubeSetupError, KubeTransientError
+from daemon.adapters.kubernetes.sink import KubeSink
+from daemon.adapters.kubernetes.source import KubeSource, Submit
+from store.events import BindDecided, EvictDecided, ObservedEvent, OutcomeEvent
+from store.events.base import EventBase
+
+__all__ = ["KubeSetupError", "KubeTransientError", "KubernetesCluster"]
+
+
+class KubernetesCluster:
+    """A live cluster behind the Kubernetes API (see the package notes)."""
+
+    live = True
+
+    def __init__(self, *, kubeconfig: str, scheduler_names: Iterable[str], concurrency: int = 16) -> None:
+        self.kubeconfig = kubeconfig
+        self.scheduler_names = tuple(scheduler_names)
+        self.concurrency = concurrency
+        self._api: KubeApi | None = None
+        self._source: KubeSource | None = None
+        self._sink: KubeSink | None = None
+        self._facts: list[EventBase] = []
+
+    async def connect(self) -> None:
+        """Credentials, then the server's start-up checks; KubeSetupError names what is wrong."""
+        api = await KubeApi.connect(self.kubeconfig)
+        try:
+            await api.preflight()
+        except BaseException:
+            await api.close()
+            raise
+        self._api = api
+        self._source = KubeSource(api, self.scheduler_names)
+        self._sink = KubeSink(
+            api, scheduler_name=self.scheduler_names[0] if self.scheduler_names else "volcano"
+        )
+        self._source.resume(self._facts)
+        self._facts = []
+
+    async def close(self) -> None:
+        if self._api is not None:
+            await self._api.close()
+
+    @property
+    def source(self) -> KubeSource:
+        assert self._source is not None, "connect() first"
+        return self._source
+
+    @property
+    def sink(self) -> KubeSink:
+        assert self._sink is not None, "connect() first"
+        return self._sink
+
+    def resume(self, facts: list[EventBase]) -> None:
+        if self._source is None:
+            self._facts = list(facts)
+        else:
+            self._source.resume(facts)
+
+    async def list_all(self) -> tuple[list[ObservedEvent], list[str | None]]:
+        return await self.source.list_all()
+
+    async def watch(self, submit: Submit) -> None:
+        await self.source.run(submit)
+
+    async def apply(
+        self, seq: int, decision: BindDecided | EvictDecided
+    ) -> tuple[OutcomeEvent, list[ObservedEvent]]:
+        return await self.sink.apply(seq, decision)
+
+    async def report(self, seq: int, event: Any) -> None:
+        await self.sink.report(seq, event)
