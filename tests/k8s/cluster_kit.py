@@ -7,6 +7,7 @@ the API holds into the manifests `fumarole schedule --now` reads, to compare pla
 
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
 import time
@@ -132,10 +133,8 @@ class Workload:
 
 
 def _quiet(fn: Callable[[], Any]) -> None:
-    try:
+    with contextlib.suppress(KubeError):
         fn()
-    except KubeError:
-        pass
 
 
 def as_manifests(kube: Kube, w: Workload) -> list[dict[str, Any]]:
