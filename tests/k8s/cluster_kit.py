@@ -37,12 +37,12 @@ def node_status(cpu: int) -> dict[str, Any]:
     }
 
 
-def queue(name: str, weight: int) -> dict[str, Any]:
+def queue(name: str, weight: int, reclaimable: bool = True) -> dict[str, Any]:
     return {
         "apiVersion": "scheduling.volcano.sh/v1beta1",
         "kind": "Queue",
         "metadata": {"name": name},
-        "spec": {"weight": weight, "reclaimable": True},
+        "spec": {"weight": weight, "reclaimable": reclaimable},
     }
 
 
@@ -91,8 +91,12 @@ def pod(ns: str, name: str, group: str, cpu: int, pc: str, scheduler: str = "vol
 class Workload:
     """A named set of cluster objects (unique names per test: cluster-scoped objects outlive a test)."""
 
-    def __init__(self, ns: str, *, gangs: int = 8, nodes: int = 4, node_cpu: int = 8) -> None:
+    def __init__(
+        self, ns: str, *, gangs: int = 8, nodes: int = 4, node_cpu: int = 8, evictions: bool = True
+    ) -> None:
+        """`evictions=False`: queues not reclaimable and one priority, so nothing is ever evicted."""
         self.ns = ns
+        self.reclaimable = evictions
         p = ns  # prefix for cluster-scoped names
         self.nodes = [(f"{p}-n{i}", node_cpu) for i in range(nodes)]
         self.queues = [(f"{p}-qa", 1), (f"{p}-qb", 3)]
@@ -100,7 +104,7 @@ class Workload:
         self.groups: list[tuple[str, str, int, int, str]] = []  # name, queue, members, cpu, pc
         for i in range(gangs):
             q = self.queues[0][0] if i % 3 != 2 else self.queues[1][0]
-            pc = self.pcs[1][0] if i % 4 == 3 else self.pcs[0][0]
+            pc = self.pcs[1][0] if i % 4 == 3 and evictions else self.pcs[0][0]
             self.groups.append((f"g{i}", q, 1 + i % 4, 2 + i % 3, pc))
 
     def pods(self) -> list[tuple[str, str]]:
@@ -112,7 +116,7 @@ class Workload:
             kube.create(node(name, cpu))
             kube.patch_status("Node", name, "", node_status(cpu))
         for name, weight in self.queues:
-            kube.create(queue(name, weight))
+            kube.create(queue(name, weight, self.reclaimable))
             kube.patch_status("Queue", name, "", {"state": "Open"})
         for name, value in self.pcs:
             kube.create(priority_class(name, value))
