@@ -115,6 +115,9 @@ class Workload:
         for name, cpu in self.nodes:
             kube.create(node(name, cpu))
             kube.patch_status("Node", name, "", node_status(cpu))
+            # The node lifecycle controller's part: a Ready node loses the not-ready taint that
+            # the API server's TaintNodesByCondition admission put on it at creation.
+            kube.merge_patch("Node", name, "", {"spec": {"taints": None}})
         for name, weight in self.queues:
             kube.create(queue(name, weight, self.reclaimable))
             kube.patch_status("Queue", name, "", {"state": "Open"})

@@ -784,8 +784,11 @@ class FakeApiServer:
             obj["status"] = {"phase": "Active"}
             obj["metadata"].setdefault("labels", {})["kubernetes.io/metadata.name"] = obj["metadata"]["name"]
         elif res.kind == "Node":
-            obj.setdefault("spec", {})
+            spec = obj.setdefault("spec", {})
             obj.setdefault("status", {})
+            # TaintNodesByCondition admission: a new node is not ready until its controller says so.
+            taints = [t for t in spec.get("taints") or [] if t.get("key") != "node.kubernetes.io/not-ready"]
+            spec["taints"] = [*taints, {"key": "node.kubernetes.io/not-ready", "effect": "NoSchedule"}]
         elif res.kind == "PriorityClass":
             if "value" not in obj:
                 raise ApiError(

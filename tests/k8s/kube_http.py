@@ -92,6 +92,9 @@ class Kube:
             "application/merge-patch+json",
         )
 
+    def merge_patch(self, kind: str, name: str, namespace: str, patch: dict[str, Any]) -> Any:
+        return self.request("PATCH", self.path(kind, name, namespace), patch, "application/merge-patch+json")
+
     def delete(self, kind: str, name: str, namespace: str = "", grace: int | None = None) -> Any:
         body = {"gracePeriodSeconds": grace} if grace is not None else None
         return self.request("DELETE", self.path(kind, name, namespace), body)
