@@ -107,7 +107,7 @@ BUILTIN = [
     Resource("", "v1", "pods", "Pod", True, ("binding", "eviction", "status"), short=("po",)),
     Resource("", "v1", "events", "Event", True, short=("ev",)),
     Resource("", "v1", "resourcequotas", "ResourceQuota", True, ("status",), short=("quota",)),
-    Resource("", "v1", "serviceaccounts", "ServiceAccount", True, short=("sa",)),
+    Resource("", "v1", "serviceaccounts", "ServiceAccount", True, ("token",), short=("sa",)),
     Resource("scheduling.k8s.io", "v1", "priorityclasses", "PriorityClass", False, short=("pc",)),
     Resource(
         "policy", "v1", "poddisruptionbudgets", "PodDisruptionBudget", True, ("status",), short=("pdb",)
@@ -152,16 +152,19 @@ class ApiError(Exception):
         self.code = code
 
 
+def _details(res: Resource, name: str, sub: str = "") -> dict[str, Any]:
+    out = {"name": name} | ({"group": res.group} if res.group else {})
+    return out | {"kind": f"{res.plural}/{sub}" if sub else res.plural}
+
+
 def _not_found(res: Resource, name: str) -> ApiError:
-    return ApiError(404, "NotFound", f'{res.gr} "{name}" not found', {"name": name, "kind": res.plural})
+    return ApiError(404, "NotFound", f'{res.gr} "{name}" not found', _details(res, name))
 
 
-def _conflict(res: Resource, name: str, why: str) -> ApiError:
+def _conflict(res: Resource, name: str, why: str, sub: str = "") -> ApiError:
+    what = f"{res.gr}/{sub}" if sub else res.gr
     return ApiError(
-        409,
-        "Conflict",
-        f'Operation cannot be fulfilled on {res.gr} "{name}": {why}',
-        {"name": name, "kind": res.plural},
+        409, "Conflict", f'Operation cannot be fulfilled on {what} "{name}": {why}', _details(res, name, sub)
     )
 
 
@@ -262,6 +265,8 @@ class FakeApiServer:
         self.resources = list(BUILTIN) + (_crd_resources() if crds else [])
         self.store = Store(self.resources)
         self.tokens: dict[str, set[tuple[str, str]] | str] = tokens if tokens is not None else {"admin": ALL}
+        self.users: dict[str, str] = {}  # token -> user name (default: the token itself)
+        self.grants: dict[str, set[tuple[str, str]]] = {}  # service account user -> allowed (verb, resource)
         self.bookmark_interval = bookmark_interval
         self.requests: list[tuple[str, str, int]] = []  # (method, path, status) of every request
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -365,11 +370,12 @@ class FakeApiServer:
         if (verb, gr) in allowed or (verb, f"{res.group}/*") in allowed:
             return
         what = f"{res.plural}/{sub}" if sub else res.plural
+        user = self.users.get(token, token)
         scope = f'in the namespace "{ns}"' if ns else "at the cluster scope"
         raise ApiError(
             403,
             "Forbidden",
-            f'{what}{"." + res.group if res.group else ""} is forbidden: User "{token}" cannot {verb} '
+            f'{what}{"." + res.group if res.group else ""} is forbidden: User "{user}" cannot {verb} '
             f'resource "{what}" in API group "{res.group}" {scope}',
             {"kind": what} | ({"group": res.group} if res.group else {}),
         )
@@ -473,6 +479,8 @@ class FakeApiServer:
         name = rest[1] if len(rest) > 1 else ""
         sub = rest[2] if len(rest) > 2 else ""
         if len(rest) > 3 or (sub and sub not in res.subresources):
+            if res.custom and len(rest) == 3:  # a CRD without that subresource: the object "is not found"
+                raise _not_found(res, name)
             raise ApiError(404, "NotFound", "the server could not find the requested resource")
         if res.namespaced and name and ns is None:
             raise ApiError(404, "NotFound", "the server could not find the requested resource")
@@ -497,6 +505,8 @@ class FakeApiServer:
             return await self._watch(request, res, ns)
         if verb == "list":
             return web.json_response(self._list(res, ns, q))
+        if sub == "token":
+            return web.json_response(self._token_request(res, ns or "", name), status=201)
         if sub == "binding":
             return self._bind(res, ns or "", name, await request.json())
         if sub == "eviction":
@@ -546,6 +556,26 @@ class FakeApiServer:
             "status": {"allowed": allowed} | ({} if allowed else {"reason": ""}),
         }
 
+    def _token_request(self, res: Resource, ns: str, name: str) -> dict[str, Any]:
+        """TokenRequest: a token for the ServiceAccount, with the rights `grants` gives its user."""
+        self._current(res, ns, name)
+        user = f"system:serviceaccount:{ns}:{name}"
+        token = "sa-" + uuid.uuid4().hex
+        self.users[token] = user
+        self.tokens[token] = self.grants.setdefault(user, set())
+        expires = dt.datetime.now(dt.UTC) + dt.timedelta(hours=1)
+        return {
+            "kind": "TokenRequest",
+            "apiVersion": "authentication.k8s.io/v1",
+            "metadata": {"name": name, "namespace": ns, "creationTimestamp": None},
+            "spec": {
+                "audiences": ["https://kubernetes.default.svc"],
+                "expirationSeconds": 3600,
+                "boundObjectRef": None,
+            },
+            "status": {"token": token, "expirationTimestamp": expires.strftime("%Y-%m-%dT%H:%M:%SZ")},
+        }
+
     def _key(self, res: Resource, ns: str | None, name: str) -> tuple[str, str]:
         return (ns or "", name) if res.namespaced else ("", name)
 
@@ -572,6 +602,8 @@ class FakeApiServer:
             if ns is None or ons == ns
         ]
         meta: dict[str, Any] = {"resourceVersion": str(self.store.rv)}
+        if res.custom:
+            meta = {"continue": "", **meta}
         limit = int(q.get("limit", "0") or 0)
         start = int(base64.b64decode(q["continue"]).decode()) if q.get("continue") else 0
         if limit:
@@ -657,6 +689,8 @@ class FakeApiServer:
     ) -> None:
         meta = obj["metadata"]
         meta["resourceVersion"] = str(self.store.next_rv())
+        if request is None:  # the server's own writes (binding, graceful deletion) track no manager
+            return
         entry = {
             "manager": self._manager(request),
             "operation": op,
@@ -667,8 +701,16 @@ class FakeApiServer:
         }
         if sub:
             entry["subresource"] = sub
-        fields = [f for f in meta.get("managedFields", []) if f.get("manager") != entry["manager"]]
-        meta["managedFields"] = [*fields, entry]
+        # One entry per (manager, operation, subresource), updated in place.
+        fields = list(meta.get("managedFields", []))
+        ident = (entry["manager"], op, sub)
+        for i, f in enumerate(fields):
+            if (f.get("manager"), f.get("operation"), f.get("subresource", "")) == ident:
+                fields[i] = entry
+                break
+        else:
+            fields.append(entry)
+        meta["managedFields"] = fields
 
     def _check_body(self, res: Resource, body: Any, ns: str | None, name: str | None) -> dict[str, Any]:
         if not isinstance(body, dict):
@@ -736,7 +778,7 @@ class FakeApiServer:
             meta.pop(k, None)
         meta["uid"] = str(uuid.uuid4())
         meta["creationTimestamp"] = now_rfc3339()
-        if res.custom or res.kind in ("PodDisruptionBudget",):
+        if res.custom or res.kind in ("PodDisruptionBudget", "Pod"):
             meta["generation"] = 1
         obj["kind"], obj["apiVersion"] = res.kind, res.api_version
         self._defaults(res, obj)
@@ -757,6 +799,18 @@ class FakeApiServer:
                     f'Pod "{obj["metadata"]["name"]}" is invalid: spec.containers: Required value',
                 )
             spec.setdefault("schedulerName", "default-scheduler")
+            spec.setdefault("securityContext", {})
+            for c in spec["containers"]:
+                c.setdefault("imagePullPolicy", "Always")
+                c.setdefault("terminationMessagePath", "/dev/termination-log")
+                c.setdefault("terminationMessagePolicy", "File")
+            # DefaultTolerationSeconds admission
+            tolerations = spec.setdefault("tolerations", [])
+            for key in ("node.kubernetes.io/not-ready", "node.kubernetes.io/unreachable"):
+                if not any(t.get("key") == key for t in tolerations):
+                    tolerations.append(
+                        {"effect": "NoExecute", "key": key, "operator": "Exists", "tolerationSeconds": 300}
+                    )
             spec.setdefault("restartPolicy", "Always")
             spec.setdefault("terminationGracePeriodSeconds", 30)
             spec.setdefault("dnsPolicy", "ClusterFirst")
@@ -846,7 +900,13 @@ class FakeApiServer:
             if k in old["metadata"]:
                 new["metadata"][k] = old["metadata"][k]
         new["kind"], new["apiVersion"] = res.kind, res.api_version
-        if res.custom and sub != "status" and new.get("spec") != old.get("spec"):
+        # Custom resources count every change outside metadata (status too, without a status
+        # subresource); built-in pods only spec changes.
+        if res.custom and sub != "status":
+            outside = {k: v for k, v in new.items() if k != "metadata"}
+            if outside != {k: v for k, v in old.items() if k != "metadata"}:
+                new["metadata"]["generation"] = old["metadata"].get("generation", 1) + 1
+        elif res.kind == "Pod" and new.get("spec") != old.get("spec"):
             new["metadata"]["generation"] = old["metadata"].get("generation", 1) + 1
         if _same(old, new):
             return self._out(res, old)  # a no-op write does not bump the resourceVersion
@@ -940,6 +1000,15 @@ class FakeApiServer:
                 self.store.objects[res][self._key(res, ns, name)] = new
                 self.store.emit(res, ns, "MODIFIED", new)
                 return self._out(res, new)
+            if bound and not finished:  # grace 0: marked for deletion (MODIFIED), then removed
+                new = copy.deepcopy(obj)
+                meta = new["metadata"]
+                meta.setdefault("deletionTimestamp", now_rfc3339())
+                meta["deletionGracePeriodSeconds"] = 0
+                meta["generation"] = meta.get("generation", 1) + 1
+                self._stamp(res, new, None, "Update")
+                self.store.objects[res][self._key(res, ns, name)] = new
+                self.store.emit(res, ns, "MODIFIED", new)
         return self._out(res, self._remove(res, ns, name))
 
     def _bind(self, res: Resource, ns: str, name: str, body: Any) -> web.Response:
@@ -950,21 +1019,22 @@ class FakeApiServer:
             raise ApiError(422, "Invalid", 'Binding.core "" is invalid: target.name: Required value')
         if target.get("kind") not in (None, "", "Node"):
             raise ApiError(422, "Invalid", "must be empty or 'Node'")
+        meta = body.get("metadata") or {}
+        if meta.get("name") != name:
+            raise ApiError(400, "BadRequest", "name in URL does not match name in Binding object")
         obj = self.store.objects[res].get((ns, name))
         if obj is None:
             raise _not_found(res, name)
-        meta = body.get("metadata") or {}
         uid = meta.get("uid")
         if uid and uid != obj["metadata"]["uid"]:
-            raise _conflict(
-                res,
-                name,
-                _uid_mismatch(uid, obj),
-            )
+            raise _conflict(res, name, _uid_mismatch(uid, obj), "binding")
         if obj["metadata"].get("deletionTimestamp"):
-            raise _conflict(res, name, f"pod {name} is being deleted, cannot be assigned to a host")
+            raise _conflict(
+                res, name, f"pod {name} is being deleted, cannot be assigned to a host", "binding"
+            )
         if obj["spec"].get("nodeName"):
-            raise _conflict(res, name, f'pod {name} is already assigned to node "{obj["spec"]["nodeName"]}"')
+            node = obj["spec"]["nodeName"]
+            raise _conflict(res, name, f'pod {name} is already assigned to node "{node}"', "binding")
         new = copy.deepcopy(obj)
         new["spec"]["nodeName"] = target["name"]
         if meta.get("annotations"):
