@@ -11,6 +11,10 @@ for them (the projection's bind overlays keep the next cycle from binding a pod 
 A cycle is skipped when nothing was appended since the previous cycle decided nothing (an idle
 cluster does not fill the log with empty cycles), but one runs at least every `IDLE_REFRESH_S`
 so that time-dependent plugins see time pass.
+
+With leader election (`adapter.leading`), a standby keeps listing and watching but runs no
+cycle; on becoming the leader it relists (reconciled, so only what changed is logged) before its
+first cycle.
 """
 
 from __future__ import annotations
@@ -53,10 +57,12 @@ async def run_live(
     service.notifier.ready("listed the cluster; watching")
     async with anyio.create_task_group() as tg:
         tg.start_soon(adapter.watch, submit)
+        tg.start_soon(adapter.run_election)
         next_tick = time.monotonic()
         last_seq = -1
         last_idle = False
         last_cycle = 0.0
+        was_leading = True  # the listing above is fresh
         while not service.stop_requested:
             delay = next_tick - time.monotonic()
             if delay > 0:
@@ -64,6 +70,14 @@ async def run_live(
                     await service._stop_ev.wait()
                 continue
             next_tick = max(next_tick + period, time.monotonic())
+            if not adapter.leading:
+                was_leading = False
+                continue
+            if not was_leading:
+                log.info("leading now: relisting before the first cycle")
+                await submit(*await adapter.list_all())
+                was_leading = True
+                last_seq = -1
             quiet = runner.projection.seq == last_seq and last_idle
             if quiet and time.monotonic() - last_cycle < IDLE_REFRESH_S:
                 continue

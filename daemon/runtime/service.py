@@ -87,14 +87,22 @@ class Service:
         s = self.settings
         if s.adapter == "kubernetes":
             try:
-                from daemon.adapters.kubernetes import KubernetesCluster
+                from daemon.adapters.kubernetes import KubernetesCluster, LeaseSettings
             except ImportError as e:
                 raise ServiceError(
                     "--adapter kubernetes needs the 'kubernetes' extra "
                     f"(pip install 'fumarole[kubernetes]'): {e}"
                 ) from None
+            lease = (
+                LeaseSettings(name=s.lease_name, namespace=s.lease_namespace, duration=s.lease_duration)
+                if s.leader_elect
+                else None
+            )
             return KubernetesCluster(
-                kubeconfig=s.kubeconfig, scheduler_names=s.scheduler_names, concurrency=s.kube_concurrency
+                kubeconfig=s.kubeconfig,
+                scheduler_names=s.scheduler_names,
+                concurrency=s.kube_concurrency,
+                lease=lease,
             )
         from daemon.adapters.simulator import Simulator
 

@@ -121,7 +121,13 @@ class Kubelet:
         return time.monotonic() - self.started.setdefault(name, time.monotonic()) >= self.runtime
 
 
-def start_daemon(api: Api, tmp: Path, *extra: str, token: str | None = None) -> subprocess.Popen[str]:
+LEASE_S = 3  # a short lease, so that a restart after kill -9 takes over soon
+
+
+def start_daemon(
+    api: Api, tmp: Path, *extra: str, token: str | None = None, data: str = "data", lease: str = ""
+) -> subprocess.Popen[str]:
+    """The daemon with its own data directory; its lease is named after the test (or `lease`)."""
     kc = write_kubeconfig(tmp / "kubeconfig", api.url, token or api.token)
     return subprocess.Popen(
         [
@@ -132,7 +138,7 @@ def start_daemon(api: Api, tmp: Path, *extra: str, token: str | None = None) -> 
             "--kubeconfig",
             str(kc),
             "--data-dir",
-            str(tmp / "data"),
+            str(tmp / data),
             "--listen",
             "127.0.0.1:0",
             "--schedule-period",
@@ -142,7 +148,10 @@ def start_daemon(api: Api, tmp: Path, *extra: str, token: str | None = None) -> 
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
-        env=env(),
+        env=env(
+            FUMAROLE_LEASE_NAME=lease or "fumarole-" + tmp.name.lower().replace("_", "-")[-40:].strip("-"),
+            FUMAROLE_LEASE_DURATION=str(LEASE_S),
+        ),
     )
 
 

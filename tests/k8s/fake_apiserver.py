@@ -81,6 +81,8 @@ class FakeApiServer(FakeWrites):
         self._by_path: dict[tuple[str, str], Resource] = {
             (r.api_version, r.plural): r for r in self.resources
         }
+        for ns in ("default", "kube-system", "kube-public", "kube-node-lease"):  # as a new cluster has
+            self._create(self._by_path[("v1", "namespaces")], None, {"metadata": {"name": ns}}, None)
 
     # -------------------------------------------------------------- lifecycle (thread or program)
     def app(self) -> web.Application:

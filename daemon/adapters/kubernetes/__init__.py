@@ -10,16 +10,52 @@ and what is stripped before logging: objects.py.
 
 from __future__ import annotations
 
+import os
+import socket
+import uuid
 from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
-from daemon.adapters.kubernetes.client import KubeApi, KubeSetupError, KubeTransientError
+from daemon.adapters.kubernetes.client import (
+    REQUIRED_PERMISSIONS,
+    KubeApi,
+    KubeSetupError,
+    KubeTransientError,
+    Permission,
+)
+from daemon.adapters.kubernetes.leader import LeaseElector
 from daemon.adapters.kubernetes.sink import KubeSink
 from daemon.adapters.kubernetes.source import KubeSource, Submit
 from store.events import BindDecided, EvictDecided, ObservedEvent, OutcomeEvent
 from store.events.base import EventBase
 
-__all__ = ["KubeSetupError", "KubeTransientError", "KubernetesCluster"]
+__all__ = ["KubeSetupError", "KubeTransientError", "KubernetesCluster", "LeaseSettings"]
+
+LEASE_PERMISSIONS: tuple[Permission, ...] = tuple(
+    Permission(v, "coordination.k8s.io", "leases") for v in ("get", "create", "update")
+)
+SA_NAMESPACE = Path("/var/run/secrets/kubernetes.io/serviceaccount/namespace")
+
+
+@dataclass(frozen=True, slots=True)
+class LeaseSettings:
+    name: str = "fumarole"
+    namespace: str = ""  # "" = the pod's namespace in a cluster, else "default"
+    duration: float = 15.0
+    identity: str = ""  # "" = hostname + a random suffix
+
+
+def in_cluster_namespace() -> str:
+    try:
+        return SA_NAMESPACE.read_text().strip() or "default"
+    except OSError:
+        return "default"
+
+
+def default_identity() -> str:
+    return f"{os.environ.get('HOSTNAME') or socket.gethostname()}_{uuid.uuid4().hex[:8]}"
 
 
 class KubernetesCluster:
@@ -27,10 +63,19 @@ class KubernetesCluster:
 
     live = True
 
-    def __init__(self, *, kubeconfig: str, scheduler_names: Iterable[str], concurrency: int = 16) -> None:
+    def __init__(
+        self,
+        *,
+        kubeconfig: str,
+        scheduler_names: Iterable[str],
+        concurrency: int = 16,
+        lease: LeaseSettings | None = None,
+    ) -> None:
         self.kubeconfig = kubeconfig
         self.scheduler_names = tuple(scheduler_names)
         self.concurrency = concurrency
+        self.lease = lease
+        self.elector: LeaseElector | None = None
         self._api: KubeApi | None = None
         self._source: KubeSource | None = None
         self._sink: KubeSink | None = None
@@ -39,18 +84,45 @@ class KubernetesCluster:
     async def connect(self) -> None:
         """Credentials, then the server's start-up checks; KubeSetupError names what is wrong."""
         api = await KubeApi.connect(self.kubeconfig)
+        permissions = REQUIRED_PERMISSIONS + (LEASE_PERMISSIONS if self.lease else ())
         try:
-            await api.preflight()
+            await api.preflight(permissions=permissions)
         except BaseException:
             await api.close()
             raise
         self._api = api
+        if self.lease is not None:
+            self.elector = LeaseElector(
+                api,
+                name=self.lease.name,
+                namespace=self.lease.namespace or in_cluster_namespace(),
+                identity=self.lease.identity or default_identity(),
+                lease_duration=self.lease.duration,
+                renew_deadline=self.lease.duration * 2 / 3,
+                retry_period=max(0.2, self.lease.duration / 7.5),
+            )
         self._source = KubeSource(api, self.scheduler_names)
         self._sink = KubeSink(
-            api, scheduler_name=self.scheduler_names[0] if self.scheduler_names else "volcano"
+            api,
+            scheduler_name=self.scheduler_names[0] if self.scheduler_names else "volcano",
+            leading=lambda: self.leading,
         )
         self._source.resume(self._facts)
         self._facts = []
+
+    @property
+    def leading(self) -> bool:
+        """Whether this replica may decide (always, without leader election)."""
+        return self.elector is None or self.elector.leading
+
+    @property
+    def leader(self) -> str:
+        """The current holder of the lease ("" without leader election or when nobody holds it)."""
+        return self.elector.holder if self.elector is not None else ""
+
+    async def run_election(self) -> None:
+        if self.elector is not None:
+            await self.elector.run()
 
     async def close(self) -> None:
         if self._api is not None:

@@ -23,7 +23,9 @@ message and records a `FailedScheduling` Warning Event (only when the message ch
 Volcano's taskUnschedulable does).
 
 Nothing here runs before its decision is committed to the log: the dispatcher reads decisions
-from the log.  The sink reports no facts back: the watch brings the pods' new state.
+from the log.  With leader election, a replica that does not hold the lease acts on nothing: its
+decisions get failed outcomes ("not the leader") and its reports are dropped.  The sink reports
+no facts back: the watch brings the pods' new state.
 """
 
 from __future__ import annotations
@@ -75,8 +77,10 @@ class KubeSink:
         scheduler_name: str = "volcano",
         instance: str = "",
         sleep: Callable[[float], Awaitable[Any]] = anyio.sleep,
+        leading: Callable[[], bool] = lambda: True,
     ) -> None:
         self.api = api
+        self.leading = leading
         self.retries = retries
         self.backoff = backoff
         self.scheduler_name = scheduler_name
@@ -107,6 +111,14 @@ class KubeSink:
     async def apply(
         self, seq: int, decision: BindDecided | EvictDecided
     ) -> tuple[OutcomeEvent, list[ObservedEvent]]:
+        if not self.leading():  # decided just before the lease was lost: another replica decides now
+            why = "not the leader any more: another replica holds the lease"
+            d = decision
+            if isinstance(d, BindDecided):
+                return BindFailed(
+                    decision_seq=seq, namespace=d.namespace, name=d.name, node=d.node, reason=why
+                ), []
+            return EvictFailed(decision_seq=seq, namespace=d.namespace, name=d.name, reason=why), []
         if isinstance(decision, BindDecided):
             return await self._bind(seq, decision), []
         return await self._evict(seq, decision), []
@@ -203,6 +215,8 @@ class KubeSink:
 
     # ------------------------------------------------------------------ reports (no outcome)
     async def report(self, seq: int, event: Any) -> None:
+        if not self.leading():
+            return
         if isinstance(event, PodGroupStatusChanged):
             await self._podgroup_status(event)
         elif isinstance(event, JobExplained):

@@ -52,6 +52,11 @@ def wall_ms() -> int:
     return time.time_ns() // 1_000_000
 
 
+def _newer(a: str, b: str) -> bool:
+    """Whether resourceVersion `a` is newer than `b` (compared as integers, as etcd's revisions are)."""
+    return a.isdigit() and b.isdigit() and int(a) > int(b)
+
+
 class _Expired(Exception):
     """The watch's resourceVersion is too old (410 Gone): relist."""
 
@@ -109,8 +114,9 @@ class KubeSource:
             key = object_key(kind, obj)
             seen.add(key)
             ver = version_of(obj)
-            if self.known.get(key) == ver:
-                continue
+            old = self.known.get(key)
+            if old == ver or (old is not None and old[0] == ver[0] and _newer(old[1], ver[1])):
+                continue  # unchanged, or a watch running meanwhile already logged a newer version
             self.known[key] = ver
             ev, idem = upsert_event(kind, obj, at)
             events.append(ev)
