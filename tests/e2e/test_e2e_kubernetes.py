@@ -455,3 +455,52 @@ def test_an_unreachable_server_is_waited_for_with_a_repeated_log_line(tmp_path: 
     finally:
         proc.kill()
         proc.communicate(timeout=30)
+
+
+def test_two_daemons_one_leads_and_the_standby_takes_over_after_kill9(
+    api: Api, ns: str, tmp_path: Path
+) -> None:
+    kube = api.kube()
+    w = Workload(ns, gangs=10, nodes=3, evictions=False)
+    w.create_cluster(kube)
+    first, second = w.groups[:5], w.groups[5:]
+    try:
+        with Kubelet(kube, ns, runtime=1.0):
+            a = start_daemon(api, tmp_path, data="a")
+            b = start_daemon(api, tmp_path, data="b")
+            procs = {"a": a, "b": b}
+            w.groups = first
+            w.create_jobs(kube)
+            wait_for("the first jobs bound", lambda: _all_bound_once(kube, w))
+            lease = kube.get(
+                "Lease", "fumarole-" + tmp_path.name.lower().replace("_", "-")[-40:].strip("-"), "default"
+            )
+            holder = lease["spec"]["holderIdentity"]
+            cycles = {k: _cycles(tmp_path / k / "fumarole.db") for k in procs}
+            leader = next(k for k, n in cycles.items() if n)
+            standby = "b" if leader == "a" else "a"
+            assert cycles[standby] == 0  # only one decides
+            assert _pods_logged(tmp_path / standby / "fumarole.db") >= len(w.pods())  # ... both watch
+            procs[leader].send_signal(signal.SIGKILL)
+            procs[leader].communicate(timeout=30)
+            w.groups = second
+            w.create_jobs(kube)
+            w.groups = first + second
+            try:
+                wait_for("the standby to take over and bind the rest", lambda: _all_bound_once(kube, w))
+            finally:
+                _out, err = stop(procs[standby])
+            assert procs[standby].returncode == 0, err
+        assert kube.get("Lease", lease["metadata"]["name"], "default")["spec"]["holderIdentity"] != holder
+        assert _cycles(tmp_path / standby / "fumarole.db") > 0
+        assert max(scheduled_events(kube, ns).values()) == 1  # no pod bound twice
+    finally:
+        w.cleanup(kube)
+
+
+def _cycles(db: Path) -> int:
+    return sum(1 for r in read_log(db) if isinstance(r.event, CycleOpened)) if db.exists() else 0
+
+
+def _pods_logged(db: Path) -> int:
+    return len({r.event.name for r in read_log(db) if isinstance(r.event, PodUpserted)})
