@@ -50,6 +50,8 @@ class Ready(msgspec.Struct, kw_only=True):
     ready: bool
     folded_seq: int
     last_seq: int
+    leading: bool | None = None  # with leader election: whether this replica decides (else null)
+    leader: str = ""  # with leader election: the lease holder's identity
 
 
 # ----------------------------------------------------------------------------- cycles, decisions

@@ -321,6 +321,18 @@ class LiveView(_ViewBase):
     def is_ready(self) -> bool:
         return bool(self._service.ready)
 
+    def leadership(self) -> tuple[bool | None, str]:
+        """(whether this replica leads, the lease holder), or (None, "") without leader election."""
+        adapter: Any = getattr(self._service, "adapter", None)
+        if getattr(adapter, "elector", None) is None:
+            return None, ""
+        self.metrics.set_leading(bool(adapter.leading))
+        return bool(adapter.leading), str(adapter.leader)
+
+    def metrics_text(self) -> tuple[bytes, str]:
+        self.leadership()
+        return super().metrics_text()
+
     def folded_seq(self) -> int:
         return self._writer.folded_seq
 

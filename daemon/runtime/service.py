@@ -81,6 +81,7 @@ class Service:
         self._snapshot_seq = 0
         self._stop_ev = anyio.Event()
         self.faults = FaultInjection()
+        self.adapter: Any = None
 
     # ------------------------------------------------------------------ start-up
     def _make_adapter(self) -> Any:
@@ -120,7 +121,7 @@ class Service:
         # Every check comes before anything is created: bad input, a data directory another
         # daemon holds or a port in use change nothing on disk.
         conf = ConfWatcher(s.scheduler_conf or None, strict=s.strict)
-        adapter = self._make_adapter()
+        adapter = self.adapter = self._make_adapter()
         if not getattr(adapter, "live", False):
             return await self._run_checked(conf, adapter)
         await self._connect(adapter)

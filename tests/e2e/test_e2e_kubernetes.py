@@ -22,6 +22,8 @@ import subprocess
 import sys
 import threading
 import time
+import urllib.error
+import urllib.request
 import uuid
 from collections import Counter
 from collections.abc import Iterator
@@ -480,6 +482,10 @@ def test_two_daemons_one_leads_and_the_standby_takes_over_after_kill9(
             leader = next(k for k, n in cycles.items() if n)
             standby = "b" if leader == "a" else "a"
             assert cycles[standby] == 0  # only one decides
+            ready = {k: _readyz(p) for k, p in procs.items()}
+            assert (ready[leader]["leading"], ready[standby]["leading"]) == (True, False)
+            assert ready[leader]["leader"] == ready[standby]["leader"] == holder
+            assert "fumarole_leader 1.0" in _metrics(procs[leader])
             assert _pods_logged(tmp_path / standby / "fumarole.db") >= len(w.pods())  # ... both watch
             procs[leader].send_signal(signal.SIGKILL)
             procs[leader].communicate(timeout=30)
@@ -496,6 +502,30 @@ def test_two_daemons_one_leads_and_the_standby_takes_over_after_kill9(
         assert max(scheduled_events(kube, ns).values()) == 1  # no pod bound twice
     finally:
         w.cleanup(kube)
+
+
+_PORTS: dict[int, str] = {}
+
+
+def _base(proc: subprocess.Popen[str]) -> str:
+    if proc.pid not in _PORTS:
+        assert proc.stdout is not None
+        line = proc.stdout.readline()  # the daemon's first line: "REST API on http://HOST:PORT"
+        _PORTS[proc.pid] = line.strip().rpartition(" ")[2]
+    return _PORTS[proc.pid]
+
+
+def _readyz(proc: subprocess.Popen[str]) -> dict[str, Any]:
+    try:
+        with urllib.request.urlopen(_base(proc) + "/readyz", timeout=10) as r:
+            return dict(json.loads(r.read()))
+    except urllib.error.HTTPError as e:  # 503 while not ready: same body
+        return dict(json.loads(e.read()))
+
+
+def _metrics(proc: subprocess.Popen[str]) -> str:
+    with urllib.request.urlopen(_base(proc) + "/metrics", timeout=10) as r:
+        return str(r.read().decode())
 
 
 def _cycles(db: Path) -> int:
