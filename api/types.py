@@ -46,7 +46,7 @@ class Health(msgspec.Struct, kw_only=True):
     status: str
 
 
-class Ready(msgspec.Struct, kw_only=True):
+class Ready(msgspec.Struct, kw_only=True, omit_defaults=True):
     ready: bool
     folded_seq: int
     last_seq: int
