@@ -127,7 +127,13 @@ LEASE_S = 3  # a short lease, so that a restart after kill -9 takes over soon
 
 
 def start_daemon(
-    api: Api, tmp: Path, *extra: str, token: str | None = None, data: str = "data", lease: str = ""
+    api: Api,
+    tmp: Path,
+    *extra: str,
+    token: str | None = None,
+    data: str = "data",
+    lease: str = "",
+    lease_ns: str = "default",
 ) -> subprocess.Popen[str]:
     """The daemon with its own data directory; its lease is named after the test (or `lease`)."""
     kc = write_kubeconfig(tmp / "kubeconfig", api.url, token or api.token)
@@ -153,6 +159,7 @@ def start_daemon(
         env=env(
             FUMAROLE_LEASE_NAME=lease or "fumarole-" + tmp.name.lower().replace("_", "-")[-40:].strip("-"),
             FUMAROLE_LEASE_DURATION=str(LEASE_S),
+            FUMAROLE_LEASE_NAMESPACE=lease_ns,
         ),
     )
 
@@ -534,3 +541,53 @@ def _cycles(db: Path) -> int:
 
 def _pods_logged(db: Path) -> int:
     return len({r.event.name for r in read_log(db) if isinstance(r.event, PodUpserted)})
+
+
+RBAC = Path(__file__).resolve().parents[2] / "deploy" / "kubernetes" / "10-rbac.yaml"
+SA_USER = "system:serviceaccount:fumarole-system:fumarole"
+
+
+def test_the_deploy_clusterrole_suffices(api: Api, ns: str, tmp_path: Path) -> None:
+    """The daemon with deploy/kubernetes' ServiceAccount token (not an admin's) schedules a workload."""
+    kube = api.kube()
+    docs = [d for d in yaml.safe_load_all(RBAC.read_text()) if d]
+    with contextlib.suppress(KubeError):
+        kube.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "fumarole-system"}})
+    for doc in docs:
+        if api.fake is not None and doc["kind"] != "ServiceAccount":
+            continue  # the fake has no RBAC objects: it is given the same rules below
+        with contextlib.suppress(KubeError):  # already there from an earlier run on this server
+            kube.create(doc)
+    if api.fake is not None:
+        api.fake.grants[SA_USER] = {
+            (verb, f"{group}/{res}")
+            for d in docs
+            if d["kind"] in ("ClusterRole", "Role")
+            for rule in d["rules"]
+            for group in rule["apiGroups"]
+            for res in rule["resources"]
+            for verb in rule["verbs"]
+        }
+    token = kube.request(
+        "POST",
+        "/api/v1/namespaces/fumarole-system/serviceaccounts/fumarole/token",
+        {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest", "spec": {}},
+    )["status"]["token"]
+    w = Workload(ns, gangs=4)
+    w.create_cluster(kube)
+    w.create_jobs(kube)
+    try:
+        with Kubelet(kube, ns):
+            proc = start_daemon(api, tmp_path, token=token, lease_ns="fumarole-system")
+            try:
+                wait_for("binds by the ServiceAccount", lambda: bound(kube, ns))
+                wait_for(
+                    "PodGroup statuses written by the ServiceAccount",
+                    lambda: all((pg.get("status") or {}).get("phase") for pg in kube.list("PodGroup", ns)),
+                )
+            finally:
+                _out, err = stop(proc)
+        assert proc.returncode == 0, err
+        assert "forbidden" not in err.lower(), err
+    finally:
+        w.cleanup(kube)

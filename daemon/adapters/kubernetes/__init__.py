@@ -33,9 +33,14 @@ from store.events.base import EventBase
 
 __all__ = ["KubeSetupError", "KubeTransientError", "KubernetesCluster", "LeaseSettings"]
 
-LEASE_PERMISSIONS: tuple[Permission, ...] = tuple(
-    Permission(v, "coordination.k8s.io", "leases") for v in ("get", "create", "update")
-)
+
+def lease_permissions(namespace: str) -> tuple[Permission, ...]:
+    return tuple(
+        Permission(v, "coordination.k8s.io", "leases", namespace=namespace)
+        for v in ("get", "create", "update")
+    )
+
+
 SA_NAMESPACE = Path("/var/run/secrets/kubernetes.io/serviceaccount/namespace")
 
 
@@ -84,7 +89,8 @@ class KubernetesCluster:
     async def connect(self) -> None:
         """Credentials, then the server's start-up checks; KubeSetupError names what is wrong."""
         api = await KubeApi.connect(self.kubeconfig)
-        permissions = REQUIRED_PERMISSIONS + (LEASE_PERMISSIONS if self.lease else ())
+        lease_ns = (self.lease.namespace or in_cluster_namespace()) if self.lease else ""
+        permissions = REQUIRED_PERMISSIONS + (lease_permissions(lease_ns) if self.lease else ())
         try:
             await api.preflight(permissions=permissions)
         except BaseException:
@@ -95,7 +101,7 @@ class KubernetesCluster:
             self.elector = LeaseElector(
                 api,
                 name=self.lease.name,
-                namespace=self.lease.namespace or in_cluster_namespace(),
+                namespace=lease_ns,
                 identity=self.lease.identity or default_identity(),
                 lease_duration=self.lease.duration,
                 renew_deadline=self.lease.duration * 2 / 3,

@@ -45,10 +45,12 @@ class Permission:
     group: str
     resource: str
     subresource: str = ""
+    namespace: str = ""  # "" = in every namespace
 
     def __str__(self) -> str:
         res = f"{self.resource}/{self.subresource}" if self.subresource else self.resource
-        return f"{self.verb} {res}" + (f".{self.group}" if self.group else "")
+        where = f" in namespace {self.namespace}" if self.namespace else ""
+        return f"{self.verb} {res}" + (f".{self.group}" if self.group else "") + where
 
 
 def _perms(verbs: tuple[str, ...], group: str, resource: str, sub: str = "") -> list[Permission]:
@@ -239,6 +241,8 @@ class KubeApi:
         attrs: dict[str, Any] = {"verb": p.verb, "group": p.group, "resource": p.resource}
         if p.subresource:
             attrs["subresource"] = p.subresource
+        if p.namespace:
+            attrs["namespace"] = p.namespace
         review = {
             "apiVersion": "authorization.k8s.io/v1",
             "kind": "SelfSubjectAccessReview",
