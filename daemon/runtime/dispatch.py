@@ -7,8 +7,9 @@ again; sinks are idempotent (a second bind of a bound pod, an evict of a gone po
 
 With `concurrency` > 1 (a live cluster's sink, whose calls wait on the network) up to that many
 decisions of a batch are in flight at once; their outcomes are still appended in log order.  A
-sink with a `report(seq, event)` method is also handed the batch's PodGroup status changes and job
-explanations (after its binds and evictions), to write to the cluster; those have no outcome.
+sink with a `report(seq, event)` method is also handed the batch's PodGroup status changes, job
+explanations and queue figures (after its binds and evictions), to write to the cluster; those
+have no outcome.
 The simulator's sink has neither: it is called one decision at a time, in log order.
 """
 
@@ -28,6 +29,7 @@ from store.events import (
     JobExplained,
     OutcomeEvent,
     PodGroupStatusChanged,
+    QueueFiguresRecorded,
 )
 
 if TYPE_CHECKING:
@@ -38,7 +40,7 @@ if TYPE_CHECKING:
 log = logging.getLogger("fumarole.dispatch")
 
 CONSUMER = "dispatcher"
-REPORTED = (PodGroupStatusChanged, JobExplained)
+REPORTED = (PodGroupStatusChanged, JobExplained, QueueFiguresRecorded)
 
 
 class Dispatcher:

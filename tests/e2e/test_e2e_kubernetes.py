@@ -246,6 +246,9 @@ def test_binds_statuses_and_reasons_match_the_offline_schedule(api: Api, ns: str
             e["involvedObject"]["name"] for e in kube.list("Event", ns) if e["reason"] == "FailedScheduling"
         )
         assert {p["metadata"]["name"] for p in waiting} <= set(failed)
+        queues = {q["metadata"]["name"]: q.get("status") or {} for q in kube.list("Queue")}
+        used = {q for g, q, _n, _c, _pc in w.groups if f"{g}-0" in api_bound}
+        assert used and all(queues[q].get("allocated", {}).get("cpu") for q in used)
         replay = subprocess.run(
             [FUMAROLE, "replay", "--db", str(tmp_path / "data" / "fumarole.db")],
             capture_output=True,

@@ -70,6 +70,7 @@ REQUIRED_PERMISSIONS: tuple[Permission, ...] = tuple(
         Permission("create", "", "pods", "binding"),
         Permission("patch", "", "pods", "status"),
         Permission("create", "", "events"),
+        Permission("patch", "scheduling.volcano.sh", "queues", "status"),
     ]
 )
 """Exactly the (verb, resource) pairs the adapter uses; deploy/kubernetes' ClusterRole grants these."""

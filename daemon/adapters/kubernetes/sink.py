@@ -20,7 +20,8 @@ written onto the PodGroup itself (a merge patch of `status`: phase, conditions, 
 failed; Volcano's PodGroup CRD has no status subresource); a JobExplained sets, on each pending
 pod it names, the condition `PodScheduled=False, reason Unschedulable` with our why-pending
 message and records a `FailedScheduling` Warning Event (only when the message changed, as
-Volcano's taskUnschedulable does).
+Volcano's taskUnschedulable does); a QueueFiguresRecorded writes each queue's `status.allocated`
+through `queues/NAME/status` when it changed (Volcano's session close does the same).
 
 Nothing here runs before its decision is committed to the log: the dispatcher reads decisions
 from the log.  With leader election, a replica that does not hold the lease acts on nothing: its
@@ -50,6 +51,7 @@ from store.events import (
     ObservedEvent,
     OutcomeEvent,
     PodGroupStatusChanged,
+    QueueFiguresRecorded,
 )
 
 log = logging.getLogger("fumarole.kubernetes.sink")
@@ -87,6 +89,7 @@ class KubeSink:
         self.instance = instance or f"fumarole-{uuid.uuid4().hex[:8]}"
         self.sleep = sleep
         self._unschedulable: dict[tuple[str, str], str] = {}
+        self._queue_allocated: dict[str, dict[str, str]] = {}
 
     async def _call(self, method: str, path: str, **kw: Any) -> tuple[int, Any]:
         """A request retried on transient failures; (status, body), status 0 when it never got through."""
@@ -221,6 +224,27 @@ class KubeSink:
             await self._podgroup_status(event)
         elif isinstance(event, JobExplained):
             await self._unschedulable_pods(event)
+        elif isinstance(event, QueueFiguresRecorded):
+            await self._queue_status(event)
+
+    async def _queue_status(self, e: QueueFiguresRecorded) -> None:
+        """Queue `status.allocated`, as Volcano's session close writes it (only what changed)."""
+        for name, figures in sorted(e.queues.items()):
+            allocated = dict(figures.allocated)
+            before = self._queue_allocated.get(name)
+            if before == allocated:
+                continue
+            patch: dict[str, Any] = dict(allocated)
+            for gone in (before or {}).keys() - allocated.keys():
+                patch[gone] = None
+            path = f"/apis/scheduling.volcano.sh/v1beta1/queues/{name}/status"
+            code, body = await self._call(
+                "PATCH", path, body={"status": {"allocated": patch}}, content_type=MERGE
+            )
+            if code in (200, 201):
+                self._queue_allocated[name] = allocated
+            elif code != 404:
+                log.warning("queue %s status: %s %s", name, code, message_of(body))
 
     async def _podgroup_status(self, e: PodGroupStatusChanged) -> None:
         now = _now()
