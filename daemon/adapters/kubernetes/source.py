@@ -23,6 +23,7 @@ from collections import Counter
 from collections.abc import Awaitable, Callable, Iterable
 from typing import Any
 
+import aiohttp
 import anyio
 
 from daemon.adapters.base import RESYNC_KINDS
@@ -226,14 +227,8 @@ class KubeSource:
                         await submit(events, keys)
                     if last_rv:
                         self.resource_versions[kind.name] = last_rv
-            except (OSError, TimeoutError) as e:
+            except (OSError, TimeoutError, aiohttp.ClientError) as e:
                 raise KubeTransientError(f"stream broken: {type(e).__name__}: {e}") from None
-            except Exception as e:
-                import aiohttp
-
-                if isinstance(e, aiohttp.ClientError):
-                    raise KubeTransientError(f"stream broken: {type(e).__name__}: {e}") from None
-                raise
         finally:
             resp.release()
 
