@@ -104,7 +104,7 @@ def run(kube: Kube, url: str, token: str, ns: str, tmp: Path, args: Any) -> dict
 
     kc = write_kubeconfig(tmp / "kubeconfig", url, token)
     env = {k: v for k, v in os.environ.items() if not k.startswith(("FUMAROLE_", "OTEL_"))}
-    env |= {"FUMAROLE_LEASE_DURATION": "5", "FUMAROLE_LOG_LEVEL": "warning"}
+    env |= {"FUMAROLE_LOG_LEVEL": "warning"}
     daemon = subprocess.Popen(
         [
             FUMAROLE,

@@ -111,7 +111,7 @@ class KubernetesCluster:
         self._sink = KubeSink(
             api,
             scheduler_name=self.scheduler_names[0] if self.scheduler_names else "volcano",
-            leading=lambda: self.leading,
+            may_act=self.may_act,
         )
         self._source.resume(self._facts)
         self._facts = []
@@ -125,6 +125,12 @@ class KubernetesCluster:
     def leader(self) -> str:
         """The current holder of the lease ("" without leader election or when nobody holds it)."""
         return self.elector.holder if self.elector is not None else ""
+
+    async def may_act(self) -> bool:
+        """Whether the sink may act now (waits a little for a late renewal; see leader.py)."""
+        if self.elector is None:
+            return True
+        return await self.elector.wait_leading(self.elector.lease_duration)
 
     async def run_election(self) -> None:
         if self.elector is not None:

@@ -8,9 +8,11 @@ A leader that could not renew for `renew_deadline` seconds steps down.  `leading
 this replica leads now; `holder` names the current holder.
 
 A standby keeps its watches and its log current (the source runs regardless) but runs no cycle,
-and the sink refuses to act for it (daemon/runtime/live_loop.py, sink.py): decisions committed
-just before leadership was lost get failed outcomes instead of being sent.  On taking over the
-live loop relists before its first cycle.
+and the sink refuses to act for it (daemon/runtime/live_loop.py, sink.py): a decision meeting a
+replica that does not lead waits (`wait_leading`, up to the lease duration) for it to renew its
+own lease again — a busy replica whose renewals came late steps down and renews again without
+anyone else having led — and gets a failed outcome if another replica held the lease meanwhile.
+On taking over the live loop relists before its first cycle.
 """
 
 from __future__ import annotations
@@ -55,6 +57,7 @@ class LeaseElector:
         self.clock = clock
         self.leading = False
         self.holder = ""
+        self.others_seen = 0  # how many times another replica was seen holding the lease
         self.transitions = 0
         self._observed: tuple[Any, float] | None = None  # (record, when we saw it change)
         self._last_renew = 0.0
@@ -107,6 +110,8 @@ class LeaseElector:
         if holder == self.identity:
             await self._update(lease, spec, now, transitions=int(spec.get("leaseTransitions") or 0))
             return
+        if holder and holder != self.holder:
+            self.others_seen += 1
         duration = float(spec.get("leaseDurationSeconds") or self.lease_duration)
         if holder and now - self._observed[1] < duration:
             self._set(False, holder)
@@ -138,6 +143,21 @@ class LeaseElector:
                 "leaseTransitions": transitions,
             },
         }
+
+    async def wait_leading(self, timeout: float) -> bool:
+        """True when this replica leads, or leads again within `timeout` without another replica
+        having held the lease meanwhile (a leader that stepped down because its own renewals were
+        late, and renewed its own lease again, may still act on what it decided)."""
+        if self.leading:
+            return True
+        seen = self.others_seen
+        with anyio.move_on_after(timeout):
+            while not self._leads():
+                await self.changed.wait()
+        return self._leads() and self.others_seen == seen
+
+    def _leads(self) -> bool:
+        return self.leading
 
     def _won(self, lease: Any, now: float) -> None:
         self._last_renew = now

@@ -79,10 +79,10 @@ class KubeSink:
         scheduler_name: str = "volcano",
         instance: str = "",
         sleep: Callable[[float], Awaitable[Any]] = anyio.sleep,
-        leading: Callable[[], bool] = lambda: True,
+        may_act: Callable[[], Awaitable[bool]] | None = None,
     ) -> None:
         self.api = api
-        self.leading = leading
+        self.may_act = may_act or _always
         self.retries = retries
         self.backoff = backoff
         self.scheduler_name = scheduler_name
@@ -114,7 +114,7 @@ class KubeSink:
     async def apply(
         self, seq: int, decision: BindDecided | EvictDecided
     ) -> tuple[OutcomeEvent, list[ObservedEvent]]:
-        if not self.leading():  # decided just before the lease was lost: another replica decides now
+        if not await self.may_act():  # decided just before the lease was lost: another replica decides now
             why = "not the leader any more: another replica holds the lease"
             d = decision
             if isinstance(d, BindDecided):
@@ -218,7 +218,7 @@ class KubeSink:
 
     # ------------------------------------------------------------------ reports (no outcome)
     async def report(self, seq: int, event: Any) -> None:
-        if not self.leading():
+        if not await self.may_act():
             return
         if isinstance(event, PodGroupStatusChanged):
             await self._podgroup_status(event)
@@ -318,6 +318,10 @@ class KubeSink:
         code, body = await self._call("POST", f"/api/v1/namespaces/{ns}/events", body=event)
         if code not in (200, 201):
             log.info("event %s on %s/%s: %s %s", reason, ns, name, code, message_of(body))
+
+
+async def _always() -> bool:
+    return True
 
 
 def _reason(body: Any) -> str:
