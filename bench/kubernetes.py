@@ -68,8 +68,17 @@ def main() -> None:
     ns = "bench"
     daemon = None
     try:
-        out = run(kube, url, token, ns, tmp, args)
+        out = run(kube, url, token, ns, tmp, args, fake)
         out["server"] = "kube-apiserver (real)" if real else "fake (tests/k8s/fake_apiserver.py)"
+        if fake is not None:  # what the daemon asked of the API, by verb and resource
+            calls: dict[str, int] = {}
+            for method, path, _status in fake.requests:
+                if "watch=" in path:
+                    continue
+                parts = path.split("?")[0].split("/")
+                what = f"{method} {parts[-1] if parts[-1] in ('binding', 'status') else parts[-2]}"
+                calls[what] = calls.get(what, 0) + 1
+            out["api_calls"] = dict(sorted(calls.items(), key=lambda kv: -kv[1])[:8])
         print(json.dumps(out, indent=1))
     finally:
         if daemon is not None:
@@ -80,7 +89,21 @@ def main() -> None:
             stop_real_apiserver(tmp / "k8s")
 
 
-def run(kube: Kube, url: str, token: str, ns: str, tmp: Path, args: Any) -> dict[str, Any]:
+def bound_count(kube: Kube, ns: str, fake: FakeApiServer | None) -> int:
+    """Pods bound now (read from the fake's store directly: listing 10,000 pods would load it)."""
+    if fake is None:
+        return sum(1 for p in kube.list("Pod", ns) if p["spec"].get("nodeName"))
+
+    def count() -> int:
+        pods = next(objs for res, objs in fake.store.objects.items() if res.plural == "pods")
+        return sum(1 for (pns, _), p in pods.items() if pns == ns and p["spec"].get("nodeName"))
+
+    return int(fake.call(count))
+
+
+def run(
+    kube: Kube, url: str, token: str, ns: str, tmp: Path, args: Any, fake: FakeApiServer | None
+) -> dict[str, Any]:
     pool = ThreadPoolExecutor(args.threads)
     kube.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
     for name, weight in (("qa", 1), ("qb", 3)):
@@ -134,7 +157,7 @@ def run(kube: Kube, url: str, token: str, ns: str, tmp: Path, args: Any) -> dict
             if daemon.poll() is not None:
                 raise SystemExit(f"the daemon exited: {(tmp / 'daemon.err').read_text()[-2000:]}")
             time.sleep(args.poll)
-            bound = sum(1 for p in kube.list("Pod", ns) if p["spec"].get("nodeName"))
+            bound = bound_count(kube, ns, fake)
         last = time.monotonic()
     finally:
         daemon.terminate()

@@ -124,6 +124,18 @@ class Kubelet:
 
 
 LEASE_S = 3  # a short lease, so that a restart after kill -9 takes over soon
+_STARTED: list[subprocess.Popen[str]] = []
+
+
+@pytest.fixture(autouse=True)
+def _no_daemon_left_behind() -> Iterator[None]:
+    """A failing test must not leave its daemons running."""
+    yield
+    while _STARTED:
+        proc = _STARTED.pop()
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate(timeout=30)
 
 
 def start_daemon(
@@ -137,7 +149,7 @@ def start_daemon(
 ) -> subprocess.Popen[str]:
     """The daemon with its own data directory; its lease is named after the test (or `lease`)."""
     kc = write_kubeconfig(tmp / "kubeconfig", api.url, token or api.token)
-    return subprocess.Popen(
+    proc = subprocess.Popen(
         [
             FUMAROLE,
             "run",
@@ -162,6 +174,8 @@ def start_daemon(
             FUMAROLE_LEASE_NAMESPACE=lease_ns,
         ),
     )
+    _STARTED.append(proc)
+    return proc
 
 
 def stop(proc: subprocess.Popen[str]) -> tuple[str, str]:
