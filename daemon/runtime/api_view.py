@@ -323,11 +323,11 @@ class LiveView(_ViewBase):
 
     def leadership(self) -> tuple[bool | None, str]:
         """(whether this replica leads, the lease holder), or (None, "") without leader election."""
-        adapter: Any = getattr(self._service, "adapter", None)
-        if getattr(adapter, "elector", None) is None:
-            return None, ""
-        self.metrics.set_leading(bool(adapter.leading))
-        return bool(adapter.leading), str(adapter.leader)
+        ask = getattr(self._service, "leadership", None)
+        leading, leader = ask() if ask is not None else (None, "")
+        if leading is not None:
+            self.metrics.set_leading(bool(leading))
+        return leading, leader
 
     def metrics_text(self) -> tuple[bytes, str]:
         self.leadership()

@@ -160,6 +160,13 @@ class Service:
             if api_socket is not None:
                 api_socket.close()
 
+    def leadership(self) -> tuple[bool | None, str]:
+        """With leader election: (whether this replica leads, the lease holder); else (None, "")."""
+        adapter = self.adapter
+        if getattr(adapter, "elector", None) is None:
+            return None, ""
+        return bool(adapter.leading), str(adapter.leader)
+
     async def _connect(self, adapter: Any) -> None:
         """A live adapter's credentials and server checks, before anything is created on disk."""
         from daemon.adapters.kubernetes import KubeSetupError
