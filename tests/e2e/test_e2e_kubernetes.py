@@ -233,9 +233,20 @@ def test_binds_statuses_and_reasons_match_the_offline_schedule(api: Api, ns: str
                     _unschedulable(p) for p in kube.list("Pod", ns) if p["metadata"]["name"] not in expected
                 ),
             )
+            # The heavier queue reclaims from the lighter one: evictions go through the API.
+            wait_for("an eviction (reclaim) through the API", lambda: _evicted(kube, ns))
         finally:
             _out, err = stop(proc)
         assert proc.returncode == 0, err
+        for p in _evicted(kube, ns):  # Volcano's evictor: conditions, then a graceful delete
+            conds = {c["type"]: c for c in p["status"]["conditions"]}
+            assert conds["DisruptionTarget"]["reason"] == "PreemptionByScheduler"
+            assert conds["Ready"]["reason"] == "Evict" and conds["Ready"]["status"] == "False"
+            assert p["metadata"]["deletionTimestamp"]  # the kubelet (none here) would finish it
+        evict_events = [e for e in kube.list("Event", ns) if e["reason"] == "Evict"]
+        assert evict_events and all(
+            e["message"].startswith("Pod is evicted, because of") for e in evict_events
+        )
 
         events = read_log(tmp_path / "data" / "fumarole.db")
         first = next(e.event.cycle for e in events if isinstance(e.event, CycleOpened))
@@ -271,6 +282,10 @@ def test_binds_statuses_and_reasons_match_the_offline_schedule(api: Api, ns: str
         assert replay.returncode == 0, replay.stdout + replay.stderr
     finally:
         w.cleanup(kube)
+
+
+def _evicted(kube: Kube, ns: str) -> list[dict[str, Any]]:
+    return [p for p in kube.list("Pod", ns) if p["metadata"].get("deletionTimestamp")]
 
 
 def _unschedulable(p: dict[str, Any]) -> dict[str, Any] | None:
