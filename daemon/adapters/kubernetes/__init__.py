@@ -4,8 +4,9 @@
 the credentials and checks the server (client.py); `resume(facts)` rebuilds what the log knows
 after a restart; `list_all()` is a reconciled listing; `watch(submit)` runs the watches until
 cancelled (source.py); `apply(seq, decision)` acts on a bind or an eviction and `report(seq,
-event)` writes PodGroup statuses and pending pods' conditions (sink.py).  Which objects are kept
-and what is stripped before logging: objects.py.
+event)` writes PodGroup and Queue statuses and pending pods' conditions (sink.py); with leader
+election `run_election()` holds a Lease and `leading` / `may_act()` say whether this replica
+decides (leader.py).  Which objects are kept and what is stripped before logging: objects.py.
 """
 
 from __future__ import annotations
