@@ -159,7 +159,14 @@ async def healthz(request: web.Request) -> web.Response:
 async def readyz(request: web.Request) -> web.Response:
     view = request.app[VIEW_KEY]
     ready = view.is_ready()
-    body = Ready(ready=ready, folded_seq=view.folded_seq(), last_seq=await view.event_log.last_seq())
+    leading, leader = view.leadership() if hasattr(view, "leadership") else (None, "")
+    body = Ready(
+        ready=ready,
+        folded_seq=view.folded_seq(),
+        last_seq=await view.event_log.last_seq(),
+        leading=leading,
+        leader=leader,
+    )
     return _json(body, status=200 if ready else 503)
 
 

@@ -73,6 +73,7 @@ class SchedulerMetrics:
 
     def __init__(self) -> None:
         r = self.registry = CollectorRegistry(auto_describe=True)
+        self.leader: Gauge | None = None  # created with leader election only
         self.e2e = Histogram(
             "e2e_scheduling_latency_milliseconds",
             "Duration of a scheduling session (cycle) in milliseconds.",
@@ -262,6 +263,17 @@ class SchedulerMetrics:
         for g in (*self.queue.values(), self.queue_share, self.queue_weight, self.queue_overused):
             for sample_labels in [labels for labels in list(g._metrics) if labels and labels[0] == name]:
                 g.remove(*sample_labels)
+
+    def set_leading(self, leading: bool) -> None:
+        """Leader election: 1 while this replica holds the lease, 0 while it stands by."""
+        if self.leader is None:
+            self.leader = Gauge(
+                "leader",
+                "1 while this replica holds the leader lease (Kubernetes adapter), 0 while it stands by.",
+                namespace="fumarole",
+                registry=self.registry,
+            )
+        self.leader.set(1 if leading else 0)
 
     # ------------------------------------------------------------------------- output
     def render(self) -> tuple[bytes, str]:

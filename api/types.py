@@ -51,10 +51,12 @@ class Health(msgspec.Struct, kw_only=True):
     status: str
 
 
-class Ready(msgspec.Struct, kw_only=True):
+class Ready(msgspec.Struct, kw_only=True, omit_defaults=True):
     ready: bool
     folded_seq: int
     last_seq: int
+    leading: bool | None = None  # with leader election: whether this replica decides (else null)
+    leader: str = ""  # with leader election: the lease holder's identity
 
 
 # ----------------------------------------------------------------------------- cycles, decisions

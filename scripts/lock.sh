@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Refresh the dependency locks from pyproject.toml:
 #   requirements/dev.txt      runtime + dev: what scripts/run.sh and scripts/test.sh install
-#   requirements/runtime.txt  runtime only, the same versions: what the container image installs
+#   requirements/runtime.txt  runtime + the kubernetes extra, the same versions: what the container image installs
 # Both are universal (every platform, Python >= 3.11) and carry sha256 hashes. Pins already in the
 # files are kept unless pyproject.toml needs otherwise; `bash scripts/lock.sh --upgrade` moves
 # everything to the newest allowed versions, `--upgrade-package NAME` one package.
@@ -24,6 +24,7 @@ compile() {
 }
 mkdir -p requirements
 compile pyproject.toml --extra dev -o requirements/dev.txt "$@"
-# The runtime lock is resolved under the dev lock, so both name the same version of every package.
-compile pyproject.toml -c requirements/dev.txt -o requirements/runtime.txt
+# The runtime lock is resolved under the dev lock, so both name the same version of every package;
+# it carries the kubernetes extra, since the image is what deploy/kubernetes/ runs.
+compile pyproject.toml --extra kubernetes -c requirements/dev.txt -o requirements/runtime.txt
 echo "locked: requirements/dev.txt, requirements/runtime.txt"

@@ -55,6 +55,11 @@ def add_parser(sub: Any) -> None:
         "--workload", metavar="FILE|DIR", help="simulator: workload manifests (default: the bundled sample)"
     )
     r.add_argument(
+        "--kubeconfig",
+        metavar="FILE",
+        help="kubernetes: kubeconfig (default $KUBECONFIG, ~/.kube/config, or the in-cluster config)",
+    )
+    r.add_argument(
         "--listen",
         metavar="HOST:PORT",
         help="REST API address (default 127.0.0.1:8321; port 0 = any free port)",
@@ -105,6 +110,7 @@ def cmd_run(args: argparse.Namespace) -> int:
             "adapter",
             "cluster",
             "workload",
+            "kubeconfig",
             "listen",
             "allow_remote",
             "api",

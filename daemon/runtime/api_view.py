@@ -331,6 +331,18 @@ class LiveView(_ViewBase):
     def is_ready(self) -> bool:
         return bool(self._service.ready)
 
+    def leadership(self) -> tuple[bool | None, str]:
+        """(whether this replica leads, the lease holder), or (None, "") without leader election."""
+        ask = getattr(self._service, "leadership", None)
+        leading, leader = ask() if ask is not None else (None, "")
+        if leading is not None:
+            self.metrics.set_leading(bool(leading))
+        return leading, leader
+
+    def metrics_text(self) -> tuple[bytes, str]:
+        self.leadership()
+        return super().metrics_text()
+
     def folded_seq(self) -> int:
         return self._writer.folded_seq
 

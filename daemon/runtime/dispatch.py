@@ -4,16 +4,33 @@ For each batch it reads, the dispatcher applies every BindDecided / EvictDecided
 then appends the sink's outcomes and the facts the cluster reported back together with its new
 checkpoint, in one transaction.  After a crash the decisions past the checkpoint are forwarded
 again; sinks are idempotent (a second bind of a bound pod, an evict of a gone pod, are no-ops).
+
+With `concurrency` > 1 (a live cluster's sink, whose calls wait on the network) up to that many
+decisions of a batch are in flight at once; their outcomes are still appended in log order.  A
+sink with a `report(seq, event)` method is also handed the batch's PodGroup status changes, job
+explanations and queue figures (after its binds and evictions), to write to the cluster; those
+have no outcome.
+The simulator's sink has neither: it is called one decision at a time, in log order.
 """
 
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import anyio
 
-from store.events import BindDecided, BindFailed, Event, EvictDecided, EvictFailed
+from store.events import (
+    BindDecided,
+    BindFailed,
+    Event,
+    EvictDecided,
+    EvictFailed,
+    JobExplained,
+    OutcomeEvent,
+    PodGroupStatusChanged,
+    QueueFiguresRecorded,
+)
 
 if TYPE_CHECKING:
     from daemon.adapters.base import ClusterSink
@@ -23,14 +40,24 @@ if TYPE_CHECKING:
 log = logging.getLogger("fumarole.dispatch")
 
 CONSUMER = "dispatcher"
+REPORTED = (PodGroupStatusChanged, JobExplained, QueueFiguresRecorded)
 
 
 class Dispatcher:
-    def __init__(self, event_log: EventLog, writer: Writer, sink: ClusterSink, *, batch: int = 2000) -> None:
+    def __init__(
+        self,
+        event_log: EventLog,
+        writer: Writer,
+        sink: ClusterSink,
+        *,
+        batch: int = 2000,
+        concurrency: int = 1,
+    ) -> None:
         self.log = event_log
         self.writer = writer
         self.sink = sink
         self.batch = batch
+        self.concurrency = max(1, concurrency)
         self.position = 0  # last log seq handled (checkpoint)
         self.forwarded = 0
         self.failed = 0
@@ -54,17 +81,33 @@ class Dispatcher:
             await self.handle(rows)
 
     async def handle(self, rows: list[StoredEvent]) -> None:
+        decisions = [
+            (row.seq, row.event) for row in rows if isinstance(row.event, (BindDecided, EvictDecided))
+        ]
+        results: list[tuple[OutcomeEvent, list[Event]]] = []
+        if self.concurrency == 1:
+            for seq, ev in decisions:
+                outcome, observed = await self.sink.apply(seq, ev)
+                results.append((outcome, list(observed)))
+        else:
+            results = await self._apply_concurrently(decisions)
         out: list[Event] = []
-        for row in rows:
-            ev = row.event
-            if isinstance(ev, (BindDecided, EvictDecided)):
-                outcome, observed = await self.sink.apply(row.seq, ev)
-                out.append(outcome)
-                out.extend(observed)
-                self.forwarded += 1
-                if isinstance(outcome, BindFailed | EvictFailed):
-                    self.failed += 1
-                    log.warning("%s failed: %s", row.type, outcome.reason)
+        for (_seq, ev), (outcome, facts) in zip(decisions, results, strict=True):
+            out.append(outcome)
+            out.extend(facts)
+            self.forwarded += 1
+            if isinstance(outcome, BindFailed | EvictFailed):
+                self.failed += 1
+                log.warning(
+                    "%s failed: %s",
+                    "decision.bind" if isinstance(ev, BindDecided) else "decision.evict",
+                    outcome.reason,
+                )
+        report = getattr(self.sink, "report", None)
+        if report is not None:
+            await self._report(
+                report, [(row.seq, row.event) for row in rows if isinstance(row.event, REPORTED)]
+            )
         last = rows[-1].seq
         # Only a batch that forwarded something writes its checkpoint (with the outcomes); rows
         # without decisions are simply passed over (re-reading them after a restart is harmless).
@@ -74,3 +117,35 @@ class Dispatcher:
         self.position = last
         prev, self._progress = self._progress, anyio.Event()
         prev.set()
+
+    async def _apply_concurrently(
+        self, decisions: list[tuple[int, BindDecided | EvictDecided]]
+    ) -> list[tuple[OutcomeEvent, list[Event]]]:
+        results: list[tuple[OutcomeEvent, list[Event]] | None] = [None] * len(decisions)
+        limiter = anyio.CapacityLimiter(self.concurrency)
+
+        async def one(i: int, seq: int, ev: BindDecided | EvictDecided) -> None:
+            async with limiter:
+                outcome, observed = await self.sink.apply(seq, ev)
+                results[i] = (outcome, list(observed))
+
+        async with anyio.create_task_group() as tg:
+            for i, (seq, ev) in enumerate(decisions):
+                tg.start_soon(one, i, seq, ev)
+        return [r for r in results if r is not None]
+
+    async def _report(self, report: Any, events: list[tuple[int, Event]]) -> None:
+        if not events:
+            return
+        limiter = anyio.CapacityLimiter(self.concurrency)
+
+        async def one(seq: int, ev: Event) -> None:
+            async with limiter:
+                try:
+                    await report(seq, ev)
+                except Exception as e:  # best effort: a report never stops the dispatcher
+                    log.warning("report of %s (seq %d) failed: %s", type(ev).__name__, seq, e)
+
+        async with anyio.create_task_group() as tg:
+            for seq, ev in events:
+                tg.start_soon(one, seq, ev)

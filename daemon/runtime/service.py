@@ -28,6 +28,7 @@ from daemon.runtime.conf_watch import ConfWatcher
 from daemon.runtime.dispatch import Dispatcher
 from daemon.runtime.fault_injection import CrashAfterCommits, FaultInjection
 from daemon.runtime.listen import ListenError, bind_listen
+from daemon.runtime.live_loop import run_live
 from daemon.runtime.lockstep import TRACKED_TYPES, LockstepTracker, Step
 from daemon.runtime.session_loop import CycleRunner, CycleSummary
 from daemon.runtime.settings import Settings, split_listen
@@ -80,14 +81,29 @@ class Service:
         self._snapshot_seq = 0
         self._stop_ev = anyio.Event()
         self.faults = FaultInjection()
+        self.adapter: Any = None
 
     # ------------------------------------------------------------------ start-up
     def _make_adapter(self) -> Any:
         s = self.settings
         if s.adapter == "kubernetes":
-            raise ServiceError(
-                "--adapter kubernetes: the Kubernetes adapter is not available in this version "
-                "(only the simulator is); see docs/daemon.md 'Adapters'"
+            try:
+                from daemon.adapters.kubernetes import KubernetesCluster, LeaseSettings
+            except ImportError as e:
+                raise ServiceError(
+                    "--adapter kubernetes needs the 'kubernetes' extra "
+                    f"(pip install 'fumarole[kubernetes]'): {e}"
+                ) from None
+            lease = (
+                LeaseSettings(name=s.lease_name, namespace=s.lease_namespace, duration=s.lease_duration)
+                if s.leader_elect
+                else None
+            )
+            return KubernetesCluster(
+                kubeconfig=s.kubeconfig,
+                scheduler_names=s.scheduler_names,
+                concurrency=s.kube_concurrency,
+                lease=lease,
             )
         from daemon.adapters.simulator import Simulator
 
@@ -105,7 +121,18 @@ class Service:
         # Every check comes before anything is created: bad input, a data directory another
         # daemon holds or a port in use change nothing on disk.
         conf = ConfWatcher(s.scheduler_conf or None, strict=s.strict)
-        adapter = self._make_adapter()
+        adapter = self.adapter = self._make_adapter()
+        if not getattr(adapter, "live", False):
+            return await self._run_checked(conf, adapter)
+        await self._connect(adapter)
+        try:
+            return await self._run_checked(conf, adapter)
+        finally:
+            with anyio.CancelScope(shield=True):
+                await adapter.close()
+
+    async def _run_checked(self, conf: ConfWatcher, adapter: Any) -> int:
+        s = self.settings
         try:
             self.faults = FaultInjection.from_env(os.environ)
         except ValueError as e:
@@ -132,6 +159,22 @@ class Service:
         finally:
             if api_socket is not None:
                 api_socket.close()
+
+    def leadership(self) -> tuple[bool | None, str]:
+        """With leader election: (whether this replica leads, the lease holder); else (None, "")."""
+        adapter = self.adapter
+        if getattr(adapter, "elector", None) is None:
+            return None, ""
+        return bool(adapter.leading), str(adapter.leader)
+
+    async def _connect(self, adapter: Any) -> None:
+        """A live adapter's credentials and server checks, before anything is created on disk."""
+        from daemon.adapters.kubernetes import KubeSetupError
+
+        try:
+            await adapter.connect()
+        except KubeSetupError as e:
+            raise ServiceError(f"--adapter {self.settings.adapter}: {e}") from None
 
     def _bind_api(self) -> socket.socket:
         try:
@@ -169,7 +212,13 @@ class Service:
         writer.event_listeners.append(lockstep.fold)
         if self.faults.crash_after_commits:
             writer.listeners.append(CrashAfterCommits(self.faults.crash_after_commits))
-        dispatcher = Dispatcher(event_log, writer, adapter, batch=self.faults.dispatch_batch or 2000)
+        dispatcher = Dispatcher(
+            event_log,
+            writer,
+            adapter,
+            batch=self.faults.dispatch_batch or 2000,
+            concurrency=getattr(adapter, "concurrency", 1),
+        )
         runner = CycleRunner(projection, conf, tracer_provider=self.tracer_provider)
         runner.cycle = projection.last_cycle
         conf.mark_recorded(projection.conf_hash or None)
@@ -184,6 +233,8 @@ class Service:
                 await self._start_api(event_log, projection, writer, api_socket) if api_socket else None
             )
             try:
+                if getattr(adapter, "live", False):
+                    return await run_live(self, adapter, writer, dispatcher, runner, event_log)
                 if lockstep.position().step is Step.LIST:
                     await writer.submit(await adapter.initial_events())
                 else:

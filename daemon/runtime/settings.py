@@ -40,6 +40,13 @@ class Settings(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     log_level: Literal["debug", "info", "warning", "error"] = "info"
     log_format: Literal["json", "text"] = "text"
     progress_every: float = 1.0  # wall seconds between progress lines
+    kubeconfig: str = ""  # kubernetes: kubeconfig file ("" = $KUBECONFIG, ~/.kube/config, or in-cluster)
+    scheduler_names: tuple[str, ...] = ("volcano",)  # kubernetes: the pods we schedule (spec.schedulerName)
+    kube_concurrency: int = 16  # kubernetes: API calls (binds, evictions, statuses) in flight at once
+    leader_elect: bool = True  # kubernetes: hold a coordination.k8s.io Lease to decide (replicas stand by)
+    lease_name: str = "fumarole"
+    lease_namespace: str = ""  # "" = the pod's namespace in a cluster, else "default"
+    lease_duration: float = 15.0  # seconds a standby waits for an unrenewed lease before taking over
 
     @property
     def db_path(self) -> Path:
@@ -109,6 +116,8 @@ def _from_env(var: str, key: str, raw: str) -> Any:
             return int(raw)
         except ValueError:
             raise SettingsError(f"{var}={raw!r}: expected an integer") from None
+    if isinstance(default, tuple):
+        return tuple(x.strip() for x in raw.split(",") if x.strip())
     if isinstance(default, float):
         try:
             return float(raw)
@@ -143,6 +152,12 @@ def check_settings(s: Settings) -> None:
         raise SettingsError(f"snapshot_every: must be at least 1, got {s.snapshot_every}")
     if s.max_body_bytes < 1024:
         raise SettingsError(f"max_body_bytes: must be at least 1024, got {s.max_body_bytes}")
+    if s.lease_duration < 1:
+        raise SettingsError(f"lease_duration: must be at least 1 second, got {s.lease_duration}")
+    if s.kube_concurrency < 1:
+        raise SettingsError(f"kube_concurrency: must be at least 1, got {s.kube_concurrency}")
+    if s.adapter == "kubernetes" and not s.scheduler_names:
+        raise SettingsError("scheduler_names: name at least one scheduler (e.g. volcano)")
     host, _ = split_listen(s.listen)
     if not is_loopback(host) and not s.allow_remote:
         raise SettingsError(

@@ -176,10 +176,21 @@ def test_sigterm_mid_run_exits_cleanly_and_resumes(tmp_path: Path) -> None:
     assert _replay(data / "fumarole.db").returncode == 0
 
 
-def test_kubernetes_adapter_is_reserved(tmp_path: Path) -> None:
-    p = run_daemon("--data-dir", str(tmp_path / "d"), "--adapter", "kubernetes", "--no-api", timeout=60)
+def test_kubernetes_adapter_without_credentials_exits_2_and_creates_nothing(tmp_path: Path) -> None:
+    # (tests/e2e/test_e2e_kubernetes.py runs the adapter against an API server)
+    p = run_daemon(
+        "--data-dir",
+        str(tmp_path / "d"),
+        "--adapter",
+        "kubernetes",
+        "--no-api",
+        timeout=60,
+        HOME=str(tmp_path),
+        KUBECONFIG="",
+    )
     assert p.returncode == 2
-    assert "Kubernetes adapter is not available" in p.stderr
+    assert f"kubeconfig {tmp_path}/.kube/config: no such file" in p.stderr
+    assert not (tmp_path / "d").exists()
 
 
 @pytest.mark.parametrize("bad", ["--schedule-period=-1", "--listen=0.0.0.0:1"])

@@ -88,3 +88,30 @@ def test_strict_from_file_environment_and_flag(tmp_path: Path) -> None:
     assert load_settings(str(f), env={"FUMAROLE_STRICT": "false"}).strict is False
     assert load_settings(env={"FUMAROLE_STRICT": "1"}).strict is True
     assert load_settings(env={"FUMAROLE_STRICT": "0"}, flags={"strict": True}).strict is True
+
+
+def test_kubernetes_settings_from_file_env_and_flags(tmp_path: Path) -> None:
+    f = tmp_path / "f.toml"
+    f.write_text('adapter = "kubernetes"\nscheduler_names = ["volcano", "batch"]\nkube_concurrency = 4\n')
+    s = load_settings(str(f), env={}, flags={"kubeconfig": "/k/config"})
+    assert (s.adapter, s.scheduler_names, s.kube_concurrency, s.kubeconfig) == (
+        "kubernetes",
+        ("volcano", "batch"),
+        4,
+        "/k/config",
+    )
+    s = load_settings(env={"FUMAROLE_SCHEDULER_NAMES": "a, b,", "FUMAROLE_KUBECONFIG": "/x"})
+    assert s.scheduler_names == ("a", "b") and s.kubeconfig == "/x"
+    assert load_settings(env={}).scheduler_names == ("volcano",)
+
+
+@pytest.mark.parametrize(
+    ("env", "needle"),
+    [
+        ({"FUMAROLE_KUBE_CONCURRENCY": "0"}, "kube_concurrency: must be at least 1"),
+        ({"FUMAROLE_ADAPTER": "kubernetes", "FUMAROLE_SCHEDULER_NAMES": ""}, "scheduler_names"),
+    ],
+)
+def test_kubernetes_settings_are_checked(env: dict[str, str], needle: str) -> None:
+    with pytest.raises(SettingsError, match=needle):
+        load_settings(env=env)

@@ -1,0 +1,274 @@
+"""The connection to the Kubernetes API: credentials, raw JSON requests, watch streams, start-up checks.
+
+Credentials come from kubernetes_asyncio's loaders: the kubeconfig named by the `kubeconfig`
+setting (flag `--kubeconfig`), else `$KUBECONFIG`, else `~/.kube/config` when it exists, else the
+in-cluster service-account configuration (inside a pod).  Requests go through the client's
+`ApiClient.call_api` without preloading content (the generated models cannot parse the Status a
+`pods/binding` answers with, and decoding 10,000 pods into models and back would be waste): the
+adapter reads and writes plain JSON maps.
+
+`KubeApi.preflight()` is the start-up check: it waits for the server (a repeated log line, with
+backoff, while it cannot be reached), then fails with `KubeSetupError` naming what is wrong when
+Volcano's CRDs are missing or the credentials lack a permission the adapter uses (asked with
+SelfSubjectAccessReview, so nothing is read or written to find out).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import os
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+
+log = logging.getLogger("fumarole.kubernetes")
+
+TRANSIENT_CODES = frozenset({408, 429, 500, 502, 503, 504})
+
+
+class KubeSetupError(RuntimeError):
+    """The adapter cannot start: bad kubeconfig, missing CRDs or permissions (exit 2)."""
+
+
+class KubeTransientError(RuntimeError):
+    """The server could not be reached or answered with a transient error (retry with backoff)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Permission:
+    verb: str
+    group: str
+    resource: str
+    subresource: str = ""
+    namespace: str = ""  # "" = in every namespace
+
+    def __str__(self) -> str:
+        res = f"{self.resource}/{self.subresource}" if self.subresource else self.resource
+        where = f" in namespace {self.namespace}" if self.namespace else ""
+        return f"{self.verb} {res}" + (f".{self.group}" if self.group else "") + where
+
+
+def _perms(verbs: tuple[str, ...], group: str, resource: str, sub: str = "") -> list[Permission]:
+    return [Permission(v, group, resource, sub) for v in verbs]
+
+
+REQUIRED_PERMISSIONS: tuple[Permission, ...] = tuple(
+    [
+        *_perms(("list", "watch"), "", "nodes"),
+        *_perms(("list", "watch"), "", "namespaces"),
+        *_perms(("list", "watch", "get", "delete"), "", "pods"),
+        *_perms(("list", "watch"), "", "resourcequotas"),
+        *_perms(("list", "watch"), "scheduling.k8s.io", "priorityclasses"),
+        *_perms(("list", "watch"), "policy", "poddisruptionbudgets"),
+        *_perms(("list", "watch", "patch"), "scheduling.volcano.sh", "podgroups"),
+        *_perms(("list", "watch"), "scheduling.volcano.sh", "queues"),
+        Permission("create", "", "pods", "binding"),
+        Permission("patch", "", "pods", "status"),
+        Permission("create", "", "events"),
+        Permission("patch", "scheduling.volcano.sh", "queues", "status"),
+    ]
+)
+"""Exactly the (verb, resource) pairs the adapter uses; deploy/kubernetes' ClusterRole grants these."""
+
+VOLCANO_GROUP_VERSION = "scheduling.volcano.sh/v1beta1"
+VOLCANO_RESOURCES = ("podgroups", "queues")
+
+
+def kubeconfig_path(setting: str, env: dict[str, str] | None = None) -> str | None:
+    """The kubeconfig file to use, or None for the in-cluster configuration."""
+    environ = os.environ if env is None else env
+    if setting:
+        return setting
+    if environ.get("KUBECONFIG"):
+        return environ["KUBECONFIG"].split(os.pathsep)[0]
+    default = Path.home() / ".kube" / "config"
+    if default.exists() or not environ.get("KUBERNETES_SERVICE_HOST"):
+        return str(default)
+    return None
+
+
+class KubeApi:
+    """Raw JSON requests and watch streams over a kubernetes_asyncio ApiClient."""
+
+    def __init__(self, api_client: Any, server: str) -> None:
+        self.api_client = api_client
+        self.server = server
+
+    @classmethod
+    async def connect(cls, kubeconfig: str) -> KubeApi:
+        """Load credentials (see the module notes); KubeSetupError names the file and the problem."""
+        from kubernetes_asyncio import client, config
+        from kubernetes_asyncio.config.config_exception import ConfigException
+
+        cfg = client.Configuration()
+        path = kubeconfig_path(kubeconfig)
+        try:
+            if path is None:
+                config.load_incluster_config(client_configuration=cfg)  # type: ignore[no-untyped-call]
+                where = "in-cluster service account"
+            else:
+                if not Path(path).is_file():
+                    raise KubeSetupError(
+                        f"kubeconfig {path}: no such file (pass --kubeconfig, set KUBECONFIG, "
+                        "or run inside a pod for the in-cluster configuration)"
+                    )
+                await config.load_kube_config(config_file=path, client_configuration=cfg)
+                where = f"kubeconfig {path}"
+        except (ConfigException, ValueError, KeyError, TypeError, OSError) as e:
+            raise KubeSetupError(
+                f"{'kubeconfig ' + path if path else 'in-cluster configuration'}: {e}"
+            ) from None
+        except Exception as e:  # the YAML parser's errors and the like
+            raise KubeSetupError(
+                f"{'kubeconfig ' + path if path else 'in-cluster configuration'}: {e}"
+            ) from None
+        if not cfg.host:
+            raise KubeSetupError(f"{where}: no server address")
+        cfg.connection_pool_maxsize = 64
+        log.info("Kubernetes credentials from %s; server %s", where, cfg.host)
+        return cls(client.ApiClient(configuration=cfg), cfg.host)
+
+    async def close(self) -> None:
+        await self.api_client.close()
+
+    async def _call(
+        self,
+        method: str,
+        path: str,
+        query: dict[str, Any] | None,
+        body: Any,
+        content_type: str,
+        timeout: Any,
+    ) -> aiohttp.ClientResponse:
+        params = [(k, _q(v)) for k, v in (query or {}).items() if v is not None]
+        try:
+            resp: aiohttp.ClientResponse = await self.api_client.call_api(
+                path,
+                method,
+                query_params=params,
+                header_params={"Accept": "application/json", "Content-Type": content_type},
+                body=body,
+                auth_settings=["BearerToken"],
+                _preload_content=False,
+                _request_timeout=timeout,
+            )
+        except (aiohttp.ClientError, OSError, TimeoutError) as e:
+            raise KubeTransientError(f"{method} {path}: {type(e).__name__}: {e}") from None
+        return resp
+
+    async def request(
+        self,
+        method: str,
+        path: str,
+        *,
+        query: dict[str, Any] | None = None,
+        body: Any = None,
+        content_type: str = "application/json",
+        timeout: float = 60.0,
+    ) -> tuple[int, Any]:
+        """(HTTP status, decoded JSON body or None); KubeTransientError when the server cannot be reached."""
+        resp = await self._call(method, path, query, body, content_type, timeout)
+        try:
+            raw = await resp.read()
+        except (aiohttp.ClientError, OSError, TimeoutError) as e:
+            raise KubeTransientError(f"{method} {path}: {type(e).__name__}: {e}") from None
+        finally:
+            resp.release()
+        try:
+            data = json.loads(raw) if raw else None
+        except ValueError:
+            data = {"message": raw[:500].decode(errors="replace")}
+        return resp.status, data
+
+    async def open_watch(self, path: str, query: dict[str, Any]) -> aiohttp.ClientResponse:
+        """An open watch stream (the caller reads lines and releases it)."""
+        timeout = aiohttp.ClientTimeout(total=None, sock_connect=30, sock_read=None)
+        return await self._call("GET", path, query, None, "application/json", timeout)
+
+    # ------------------------------------------------------------------ start-up checks
+    async def preflight(
+        self,
+        *,
+        permissions: tuple[Permission, ...] = REQUIRED_PERMISSIONS,
+        wait_log_every: float = 5.0,
+        sleep: Callable[[float], Any] = asyncio.sleep,
+    ) -> None:
+        """Wait for the server, then check Volcano's CRDs and the permissions (KubeSetupError)."""
+        delay = 0.2
+        said = 0.0
+        body: Any = None
+        loop = asyncio.get_running_loop()
+        while True:
+            try:
+                code, body = await self.request("GET", "/version", timeout=10)
+            except KubeTransientError as e:
+                if loop.time() - said >= wait_log_every:
+                    log.warning("waiting for the Kubernetes API server at %s: %s", self.server, e)
+                    said = loop.time()
+                await sleep(delay)
+                delay = min(delay * 2, wait_log_every)
+                continue
+            if code == 401:
+                raise KubeSetupError(f"{self.server}: the credentials were refused (401 Unauthorized)")
+            if code in TRANSIENT_CODES:
+                await sleep(delay)
+                delay = min(delay * 2, wait_log_every)
+                continue
+            break
+        log.info("Kubernetes API server %s, version %s", self.server, (body or {}).get("gitVersion", "?"))
+        code, body = await self.request("GET", f"/apis/{VOLCANO_GROUP_VERSION}")
+        served = {r.get("name") for r in (body or {}).get("resources", [])} if code == 200 else set()
+        missing = [r for r in VOLCANO_RESOURCES if r not in served]
+        if missing:
+            raise KubeSetupError(
+                f"{self.server}: Volcano's CRDs are not installed (no {', '.join(missing)} in "
+                f"{VOLCANO_GROUP_VERSION}); apply Volcano's CRDs first "
+                "(installer/helm/chart/volcano/crd/bases in Volcano's tree)"
+            )
+        denied = [p for p in permissions if not await self.allowed(p)]
+        if denied:
+            raise KubeSetupError(
+                f"{self.server}: the credentials lack {len(denied)} permission(s) the adapter needs: "
+                + ", ".join(str(p) for p in denied)
+                + " (see deploy/kubernetes' ClusterRole)"
+            )
+
+    async def allowed(self, p: Permission) -> bool:
+        attrs: dict[str, Any] = {"verb": p.verb, "group": p.group, "resource": p.resource}
+        if p.subresource:
+            attrs["subresource"] = p.subresource
+        if p.namespace:
+            attrs["namespace"] = p.namespace
+        review = {
+            "apiVersion": "authorization.k8s.io/v1",
+            "kind": "SelfSubjectAccessReview",
+            "spec": {"resourceAttributes": attrs},
+        }
+        code, body = await self.request(
+            "POST", "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews", body=review
+        )
+        if code not in (200, 201):
+            raise KubeSetupError(
+                f"{self.server}: SelfSubjectAccessReview answered {code}: {message_of(body)}"
+            )
+        return bool(((body or {}).get("status") or {}).get("allowed"))
+
+
+def message_of(body: Any) -> str:
+    """The message of a Status (or whatever came back), for logs and failed outcomes."""
+    if isinstance(body, dict):
+        msg = body.get("message") or body.get("reason")
+        if msg:
+            return str(msg)
+    return json.dumps(body)[:300] if body is not None else "(no body)"
+
+
+def _q(v: Any) -> Any:
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    return v

@@ -1,0 +1,266 @@
+"""The Kubernetes source: list, then watch from the list's resourceVersion, and turn changes into events.
+
+For each kind of `objects.KINDS` the source lists the collection (across namespaces) and then
+watches it from the list's resourceVersion with bookmarks (`allowWatchBookmarks`, which move the
+resume point without a change).  A watch that ends (server timeout, a restarted server, a broken
+connection) reconnects from the last resourceVersion seen, with backoff on errors; a `410 Gone`
+(the resourceVersion was compacted: an ERROR event or a 410 answer) relists that kind.
+
+Every listing is reconciled with what the log already holds (`known`: each logged object's uid and
+resourceVersion, rebuilt from the log on a restart through `resume`): objects that are new or
+changed are upserted, objects that vanished meanwhile are deleted, and unchanged objects are not
+logged again.  The very first listing into an empty log is framed by `ResyncStarted` /
+`ResyncCompleted` naming every kind.  Each event carries an idempotency key (uid and
+resourceVersion, see `objects`), so a change the log already has is never folded twice.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from collections import Counter
+from collections.abc import Awaitable, Callable, Iterable
+from typing import Any
+
+import aiohttp
+import anyio
+
+from daemon.adapters.base import RESYNC_KINDS
+from daemon.adapters.kubernetes.client import TRANSIENT_CODES, KubeApi, KubeTransientError, message_of
+from daemon.adapters.kubernetes.objects import (
+    _DELETED,
+    KINDS,
+    Kind,
+    ObjectKey,
+    Version,
+    delete_event,
+    keeps,
+    object_key,
+    upsert_event,
+    version_of,
+)
+from store.events import ObservedEvent, ResyncCompleted, ResyncStarted
+from store.events.base import EventBase
+
+log = logging.getLogger("fumarole.kubernetes.source")
+
+SOURCE = "kubernetes"
+Submit = Callable[[list[ObservedEvent], list[str | None]], Awaitable[Any]]
+
+
+def wall_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+def _newer(a: str, b: str) -> bool:
+    """Whether resourceVersion `a` is newer than `b` (compared as integers, as etcd's revisions are)."""
+    return a.isdigit() and b.isdigit() and int(a) > int(b)
+
+
+class _Expired(Exception):
+    """The watch's resourceVersion is too old (410 Gone): relist."""
+
+
+class KubeSource:
+    def __init__(
+        self,
+        api: KubeApi,
+        scheduler_names: Iterable[str],
+        *,
+        clock: Callable[[], int] = wall_ms,
+        watch_timeout: int = 300,
+        backoff_max: float = 5.0,
+    ) -> None:
+        self.api = api
+        self.scheduler_names = tuple(scheduler_names)
+        self.clock = clock
+        self.watch_timeout = watch_timeout
+        self.backoff_max = backoff_max
+        self.known: dict[ObjectKey, Version] = {}
+        self.listed_before = False
+        self.resource_versions: dict[str, str] = {}
+        self.relists: Counter[str] = Counter()
+        self.reconnects: Counter[str] = Counter()
+
+    # ------------------------------------------------------------------ restart
+    def resume(self, facts: Iterable[EventBase]) -> None:
+        """Rebuild `known` from the observed events of the log, in log order."""
+        kind_of_deleted = {cls: name for name, cls in _DELETED.items()}
+        for ev in facts:
+            manifest = getattr(ev, "manifest", None)
+            if isinstance(manifest, dict):
+                kind = next((k for k in KINDS if k.name == manifest.get("kind")), None)
+                if kind is not None:
+                    self.known[object_key(kind, manifest)] = version_of(manifest)
+            elif type(ev) in kind_of_deleted:
+                name = kind_of_deleted[type(ev)]
+                self.known.pop((name, getattr(ev, "namespace", ""), ev.name), None)  # type: ignore[attr-defined]
+            elif isinstance(ev, ResyncCompleted) and ev.source == SOURCE:
+                self.listed_before = True
+
+    # ------------------------------------------------------------------ listing
+    async def list_kind(self, kind: Kind) -> tuple[list[ObservedEvent], list[str | None]]:
+        """List one kind, reconcile with `known`, remember the list's resourceVersion."""
+        code, body = await self.api.request("GET", kind.path, timeout=300)
+        if code != 200:
+            raise KubeTransientError(f"list {kind.plural}: {code} {message_of(body)}")
+        at = self.clock()
+        events: list[ObservedEvent] = []
+        keys: list[str | None] = []
+        seen: set[ObjectKey] = set()
+        for obj in body.get("items") or []:
+            if not keeps(kind, obj, self.scheduler_names):
+                continue
+            key = object_key(kind, obj)
+            seen.add(key)
+            ver = version_of(obj)
+            old = self.known.get(key)
+            if old == ver or (old is not None and old[0] == ver[0] and _newer(old[1], ver[1])):
+                continue  # unchanged, or a watch running meanwhile already logged a newer version
+            self.known[key] = ver
+            ev, idem = upsert_event(kind, obj, at)
+            events.append(ev)
+            keys.append(idem)
+        for key in sorted(k for k in self.known if k[0] == kind.name and k not in seen):
+            uid, _ = self.known.pop(key)
+            ev, idem = delete_event(key, uid, at)
+            events.append(ev)
+            keys.append(idem)
+        self.resource_versions[kind.name] = str((body.get("metadata") or {}).get("resourceVersion") or "")
+        return events, keys
+
+    async def list_all(self) -> tuple[list[ObservedEvent], list[str | None]]:
+        """Every kind listed and reconciled; framed by Resync markers when the log has no listing yet."""
+        events: list[ObservedEvent] = []
+        keys: list[str | None] = []
+        for kind in KINDS:
+            evs, ks = await self.list_kind(kind)
+            events += evs
+            keys += ks
+        if not self.listed_before:
+            at = self.clock()
+            events = [
+                ResyncStarted(source=SOURCE, kinds=RESYNC_KINDS, at_ms=at),
+                *events,
+                ResyncCompleted(source=SOURCE, kinds=RESYNC_KINDS, at_ms=at),
+            ]
+            keys = [None, *keys, None]
+            self.listed_before = True
+        return events, keys
+
+    # ------------------------------------------------------------------ watching
+    async def run(self, submit: Submit) -> None:
+        """Watch every kind until cancelled (call after `list_all` was submitted)."""
+        async with anyio.create_task_group() as tg:
+            for kind in KINDS:
+                tg.start_soon(self.watch_kind, kind, submit)
+
+    async def watch_kind(self, kind: Kind, submit: Submit) -> None:
+        delay = 0.2
+        while True:
+            try:
+                await self._watch_once(kind, submit)
+                delay = 0.2
+                self.reconnects[kind.name] += 1
+            except _Expired:
+                self.relists[kind.name] += 1
+                log.info(
+                    "watch %s: resourceVersion %s expired (410 Gone); relisting",
+                    kind.plural,
+                    self.resource_versions.get(kind.name),
+                )
+                try:
+                    events, keys = await self.list_kind(kind)
+                except KubeTransientError as e:
+                    log.warning("relist %s failed: %s; retrying in %.1fs", kind.plural, e, delay)
+                    await anyio.sleep(delay)
+                    delay = min(delay * 2, self.backoff_max)
+                    self.resource_versions[kind.name] = "0"  # force 410 handling again
+                    continue
+                if events:
+                    await submit(events, keys)
+            except KubeTransientError as e:
+                log.warning("watch %s: %s; reconnecting in %.1fs", kind.plural, e, delay)
+                await anyio.sleep(delay)
+                delay = min(delay * 2, self.backoff_max)
+                self.reconnects[kind.name] += 1
+
+    async def _watch_once(self, kind: Kind, submit: Submit) -> None:
+        rv = self.resource_versions.get(kind.name, "")
+        if rv in ("", "0"):
+            raise _Expired
+        query = {
+            "watch": True,
+            "resourceVersion": rv,
+            "allowWatchBookmarks": True,
+            "timeoutSeconds": self.watch_timeout,
+        }
+        resp = await self.api.open_watch(kind.path, query)
+        try:
+            if resp.status == 410:
+                raise _Expired
+            if resp.status != 200:
+                raw = await resp.read()
+                try:
+                    body = json.loads(raw)
+                except ValueError:
+                    body = None
+                why = f"{resp.status} {message_of(body)}"
+                if resp.status not in TRANSIENT_CODES:
+                    log.error("watch %s refused: %s", kind.plural, why)
+                raise KubeTransientError(why)
+            buf = b""
+            try:
+                async for chunk in resp.content.iter_any():
+                    buf += chunk
+                    lines = buf.split(b"\n")
+                    buf = lines.pop()
+                    events: list[ObservedEvent] = []
+                    keys: list[str | None] = []
+                    last_rv = ""
+                    for line in lines:
+                        if not line.strip():
+                            continue
+                        last_rv = self._change(kind, json.loads(line), events, keys) or last_rv
+                    if events:
+                        await submit(events, keys)
+                    if last_rv:
+                        self.resource_versions[kind.name] = last_rv
+            except (OSError, TimeoutError, aiohttp.ClientError) as e:
+                raise KubeTransientError(f"stream broken: {type(e).__name__}: {e}") from None
+        finally:
+            resp.release()
+
+    def _change(
+        self, kind: Kind, frame: dict[str, Any], events: list[ObservedEvent], keys: list[str | None]
+    ) -> str:
+        """Fold one watch event into `events`; returns the resourceVersion it carries."""
+        type_ = frame.get("type")
+        obj = frame.get("object") or {}
+        if type_ == "ERROR":
+            if obj.get("code") == 410:
+                raise _Expired
+            raise KubeTransientError(f"watch error {obj.get('code')}: {message_of(obj)}")
+        rv = str((obj.get("metadata") or {}).get("resourceVersion") or "")
+        if type_ == "BOOKMARK":
+            return rv
+        key = object_key(kind, obj)
+        ver = version_of(obj)
+        at = self.clock()
+        if type_ in ("ADDED", "MODIFIED"):
+            if not keeps(kind, obj, self.scheduler_names) or self.known.get(key) == ver:
+                return rv
+            self.known[key] = ver
+            ev, idem = upsert_event(kind, obj, at)
+        elif type_ == "DELETED":
+            old = self.known.get(key)
+            if old is None or (old[0] and ver[0] and old[0] != ver[0]):
+                return rv
+            del self.known[key]
+            ev, idem = delete_event(key, ver[0] or old[0], at)
+        else:
+            return rv
+        events.append(ev)
+        keys.append(idem)
+        return rv

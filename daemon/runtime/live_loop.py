@@ -1,0 +1,102 @@
+"""The session loop for a live cluster: a wall-clock timer, cycles over whatever the watches brought.
+
+With a live adapter (`adapter.live`, the Kubernetes adapter) there is no lockstep: the adapter's
+listing is appended first (reconciled with the log, see daemon/adapters/kubernetes/source.py),
+its watches then append changes as they come, and every `schedule_period` wall seconds the loop
+reads the wall clock once, appends it as `ClockAdvanced(at_ms)` (so the cycle's snapshot, its
+`cycle.opened.now_ms` and `fumarole replay` all see the same "now"), and runs a cycle.  The
+dispatcher forwards the cycle's decisions as soon as they are committed; the loop does not wait
+for them (the projection's bind overlays keep the next cycle from binding a pod twice).
+
+A cycle is skipped when nothing was appended since the previous cycle decided nothing (an idle
+cluster does not fill the log with empty cycles), but one runs at least every `IDLE_REFRESH_S`
+so that time-dependent plugins see time pass.
+
+With leader election (`adapter.leading`), a standby keeps listing and watching but runs no
+cycle; on becoming the leader it relists (reconciled, so only what changed is logged) before its
+first cycle.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import TYPE_CHECKING, Any
+
+import anyio
+
+from store.events import ClockAdvanced, ObservedEvent
+
+if TYPE_CHECKING:
+    from daemon.runtime.dispatch import Dispatcher
+    from daemon.runtime.session_loop import CycleRunner
+    from daemon.runtime.writer import Writer
+
+log = logging.getLogger("fumarole.live")
+
+IDLE_REFRESH_S = 60.0
+
+
+def wall_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+async def run_live(
+    service: Any, adapter: Any, writer: Writer, dispatcher: Dispatcher, runner: CycleRunner, event_log: Any
+) -> int:
+    """List, watch and run cycles on a timer until SIGTERM/SIGINT; returns the exit code (0)."""
+    period = service.settings.schedule_period
+
+    async def submit(events: list[ObservedEvent], keys: list[str | None]) -> None:
+        await writer.submit(events, idem_keys=keys)
+
+    events, keys = await adapter.list_all()
+    await submit(events, keys)
+    log.info("cluster listed: %d change(s) appended", len(events))
+    service.ready = True
+    service.notifier.ready("listed the cluster; watching")
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(adapter.watch, submit)
+        tg.start_soon(adapter.run_election)
+        next_tick = time.monotonic()
+        last_seq = -1
+        last_idle = False
+        last_cycle = 0.0
+        was_leading = True  # the listing above is fresh
+        while not service.stop_requested:
+            delay = next_tick - time.monotonic()
+            if delay > 0:
+                with anyio.move_on_after(delay):
+                    await service._stop_ev.wait()
+                continue
+            next_tick = max(next_tick + period, time.monotonic())
+            if not adapter.leading:
+                was_leading = False
+                continue
+            if not was_leading:
+                log.info("leading now: relisting before the first cycle")
+                await submit(*await adapter.list_all())
+                was_leading = True
+                last_seq = -1
+            quiet = runner.projection.seq == last_seq and last_idle
+            if quiet and time.monotonic() - last_cycle < IDLE_REFRESH_S:
+                continue
+            await writer.submit([ClockAdvanced(at_ms=max(wall_ms(), runner.projection.now_ms))])
+            summary = await runner.run_cycle(writer)
+            service._account(summary)
+            await service._save_snapshot(event_log, runner.projection)
+            last_seq, last_idle, last_cycle = runner.projection.seq, not summary.decided, time.monotonic()
+            if summary.decided:
+                service._say(
+                    f"cycle={runner.cycle} binds+={summary.binds} evictions+={summary.evictions} "
+                    f"bound={summary.bound} pending={summary.pending} forwarded={dispatcher.forwarded}"
+                )
+        # Let the dispatcher forward what the last cycle decided (the rest goes out after a restart).
+        with anyio.move_on_after(10):
+            await dispatcher.wait_until(runner.projection.seq)
+        tg.cancel_scope.cancel()
+    service._say(
+        f"stopped: {service.stats.cycles} cycles this run, {service.stats.binds} binds, "
+        f"{service.stats.evictions} evictions decided; {dispatcher.forwarded} forwarded"
+    )
+    return 0

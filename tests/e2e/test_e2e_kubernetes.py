@@ -1,0 +1,625 @@
+"""`fumarole run --adapter kubernetes` against an API server: the fake here, a real one with KUBE_APISERVER.
+
+The daemon runs as a subprocess with a kubeconfig; the test creates Nodes, Queues, PriorityClasses,
+PodGroups and Pods through the API, plays the kubelet (a bound pod becomes Running, later
+Succeeded) and checks what the API holds: binds equal to `fumarole schedule --now manifests` over
+the same objects, PodGroup phases and pending pods' `PodScheduled` messages, no pod bound twice
+across a kill -9 and a restart (and `fumarole replay` identical), a watch broken by a compaction
+recovering with a relist and no duplicate events, and the start-up checks (bad kubeconfig,
+missing permission, missing CRDs) exiting 2 with the cause named.
+
+With KUBE_APISERVER=/path/to/kube-apiserver (and etcd on the PATH or ETCD_BIN), a session
+fixture starts ../shared/k8s/start.sh and the same tests run against it; the ones that need to
+control the server (compaction, a server without CRDs) are fake-only.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import signal
+import subprocess
+import sys
+import threading
+import time
+import urllib.error
+import urllib.request
+import uuid
+from collections import Counter
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from fumarole_e2e_kit import FUMAROLE, env, read_log
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "k8s"))
+
+from cluster_kit import (
+    Workload,
+    as_manifests,
+    real_apiserver_env,
+    stop_real_apiserver,
+    wait_for,
+)
+from fake_apiserver import ALL, FakeApiServer
+from kube_http import Kube, KubeError, write_kubeconfig
+
+from store.events import BindDecided, CycleOpened, EvictDecided, PodDeleted, PodUpserted
+
+
+@dataclass
+class Api:
+    url: str
+    token: str
+    fake: FakeApiServer | None
+
+    def kube(self, token: str | None = None) -> Kube:
+        return Kube(self.url, token or self.token)
+
+
+@pytest.fixture(scope="session")
+def api(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Api]:
+    tmp = tmp_path_factory.mktemp("k8s")
+    real = real_apiserver_env(tmp)
+    if real is not None:
+        try:
+            yield Api(real["K8S_API"], real["K8S_TOKEN"], None)
+        finally:
+            stop_real_apiserver(tmp)
+        return
+    fake = FakeApiServer(
+        tokens={"admin": ALL, "reader": {(v, "/pods") for v in ("list", "watch")}}, bookmark_interval=0.5
+    ).start()
+    try:
+        yield Api(fake.url, "admin", fake)
+    finally:
+        fake.stop()
+
+
+@pytest.fixture
+def ns() -> str:
+    return "t" + uuid.uuid4().hex[:8]
+
+
+class Kubelet:
+    """Plays the kubelet in a thread: bound pods become Running; optionally Succeeded after `runtime` s;
+    pods being deleted (an eviction's grace period) are finished at once."""
+
+    def __init__(self, kube: Kube, ns: str, *, runtime: float | None = None) -> None:
+        self.kube, self.ns, self.runtime = kube, ns, runtime
+        self.started: dict[str, float] = {}
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def __enter__(self) -> Kubelet:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self._stop.set()
+        self._thread.join(10)
+
+    def _run(self) -> None:
+        while not self._stop.wait(0.2):
+            with contextlib.suppress(KubeError):
+                self.step()
+
+    def step(self) -> None:
+        for p in self.kube.list("Pod", self.ns):
+            name, phase = p["metadata"]["name"], p["status"].get("phase")
+            if p["metadata"].get("deletionTimestamp"):
+                self.kube.delete("Pod", name, self.ns, grace=0)
+            elif p["spec"].get("nodeName") and phase == "Pending":
+                self.kube.run_pod(name, self.ns)
+                self.started[name] = time.monotonic()
+            elif phase == "Running" and self.runtime is not None and self._done(name):
+                self.kube.finish_pod(name, self.ns)
+
+    def _done(self, name: str) -> bool:
+        assert self.runtime is not None
+        return time.monotonic() - self.started.setdefault(name, time.monotonic()) >= self.runtime
+
+
+LEASE_S = 3  # a short lease, so that a restart after kill -9 takes over soon
+_STARTED: list[subprocess.Popen[str]] = []
+
+
+@pytest.fixture(autouse=True)
+def _no_daemon_left_behind() -> Iterator[None]:
+    """A failing test must not leave its daemons running."""
+    yield
+    while _STARTED:
+        proc = _STARTED.pop()
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate(timeout=30)
+
+
+def start_daemon(
+    api: Api,
+    tmp: Path,
+    *extra: str,
+    token: str | None = None,
+    data: str = "data",
+    lease: str = "",
+    lease_ns: str = "default",
+) -> subprocess.Popen[str]:
+    """The daemon with its own data directory; its lease is named after the test (or `lease`)."""
+    kc = write_kubeconfig(tmp / "kubeconfig", api.url, token or api.token)
+    proc = subprocess.Popen(
+        [
+            FUMAROLE,
+            "run",
+            "--adapter",
+            "kubernetes",
+            "--kubeconfig",
+            str(kc),
+            "--data-dir",
+            str(tmp / data),
+            "--listen",
+            "127.0.0.1:0",
+            "--schedule-period",
+            "0.3",
+            *extra,
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env(
+            FUMAROLE_LEASE_NAME=lease or "fumarole-" + tmp.name.lower().replace("_", "-")[-40:].strip("-"),
+            FUMAROLE_LEASE_DURATION=str(LEASE_S),
+            FUMAROLE_LEASE_NAMESPACE=lease_ns,
+        ),
+    )
+    _STARTED.append(proc)
+    return proc
+
+
+def stop(proc: subprocess.Popen[str]) -> tuple[str, str]:
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGTERM)
+    out, err = proc.communicate(timeout=60)
+    return out, err
+
+
+def bound(kube: Kube, ns: str) -> dict[str, str]:
+    return {
+        p["metadata"]["name"]: p["spec"]["nodeName"]
+        for p in kube.list("Pod", ns)
+        if p["spec"].get("nodeName")
+    }
+
+
+def scheduled_events(kube: Kube, ns: str) -> Counter[str]:
+    return Counter(
+        e["involvedObject"]["name"] for e in kube.list("Event", ns) if e.get("reason") == "Scheduled"
+    )
+
+
+# ------------------------------------------------------------------------------------------- tests
+def test_binds_statuses_and_reasons_match_the_offline_schedule(api: Api, ns: str, tmp_path: Path) -> None:
+    kube = api.kube()
+    w = Workload(ns, gangs=8)
+    w.create_cluster(kube)
+    w.create_jobs(kube)
+    try:
+        dump = tmp_path / "objects.yaml"
+        dump.write_text(yaml.safe_dump_all(as_manifests(kube, w), sort_keys=False))
+        r = subprocess.run(
+            [FUMAROLE, "schedule", "--now", "manifests", "--cluster", str(dump), "--format", "json"],
+            capture_output=True,
+            text=True,
+            env=env(),
+        )
+        assert r.returncode == 0, r.stderr
+        expected = {k.partition("/")[2]: v for k, v in json.loads(r.stdout)["binds"].items()}
+        assert expected and len(expected) < len(w.pods())  # some bound, some left pending
+
+        proc = start_daemon(api, tmp_path)
+        try:
+            wait_for(
+                "the first cycle's binds in the API", lambda: expected.items() <= bound(kube, ns).items()
+            )
+            wait_for(
+                "PodGroup phases in the API",
+                lambda: all((pg.get("status") or {}).get("phase") for pg in kube.list("PodGroup", ns)),
+            )
+            wait_for(
+                "PodScheduled=False on the pending pods",
+                lambda: all(
+                    _unschedulable(p) for p in kube.list("Pod", ns) if p["metadata"]["name"] not in expected
+                ),
+            )
+            # The heavier queue reclaims from the lighter one: evictions go through the API.
+            wait_for("an eviction (reclaim) through the API", lambda: _evicted(kube, ns))
+        finally:
+            _out, err = stop(proc)
+        assert proc.returncode == 0, err
+        for p in _evicted(kube, ns):  # Volcano's evictor: conditions, then a graceful delete
+            conds = {c["type"]: c for c in p["status"]["conditions"]}
+            assert conds["DisruptionTarget"]["reason"] == "PreemptionByScheduler"
+            assert conds["Ready"]["reason"] == "Evict" and conds["Ready"]["status"] == "False"
+            assert p["metadata"]["deletionTimestamp"]  # the kubelet (none here) would finish it
+        evict_events = [e for e in kube.list("Event", ns) if e["reason"] == "Evict"]
+        assert evict_events and all(
+            e["message"].startswith("Pod is evicted, because of") for e in evict_events
+        )
+
+        events = read_log(tmp_path / "data" / "fumarole.db")
+        first = next(e.event.cycle for e in events if isinstance(e.event, CycleOpened))
+        decided = {e.event.name: e.event.node for e in events if isinstance(e.event, BindDecided)}
+        first_binds = {
+            e.event.name: e.event.node
+            for e in events
+            if isinstance(e.event, BindDecided) and e.event.cycle == first
+        }
+        assert first_binds == expected  # the daemon's first cycle = the offline session
+        api_bound = bound(kube, ns)
+        assert {k: api_bound[k] for k in decided} == decided  # what the API holds = what was decided
+        assert set(api_bound) == set(decided)
+        groups = {pg["metadata"]["name"]: pg["status"] for pg in kube.list("PodGroup", ns)}
+        full = {g for g, _q, n, _c, _pc in w.groups if all(f"{g}-{j}" in api_bound for j in range(n))}
+        assert full and all(groups[g]["phase"] in ("Running", "Inqueue") for g in full)
+        assert any(c["type"] == "Scheduled" for g in full for c in groups[g].get("conditions", []))
+        waiting = [p for p in kube.list("Pod", ns) if p["metadata"]["name"] not in api_bound]
+        assert waiting and all(_unschedulable(p)["message"] for p in waiting)
+        assert scheduled_events(kube, ns) == Counter({name: 1 for name in decided})
+        failed = Counter(
+            e["involvedObject"]["name"] for e in kube.list("Event", ns) if e["reason"] == "FailedScheduling"
+        )
+        assert {p["metadata"]["name"] for p in waiting} <= set(failed)
+        queues = {q["metadata"]["name"]: q.get("status") or {} for q in kube.list("Queue")}
+        used = {q for g, q, _n, _c, _pc in w.groups if f"{g}-0" in api_bound}
+        assert used and all(queues[q].get("allocated", {}).get("cpu") for q in used)
+        replay = subprocess.run(
+            [FUMAROLE, "replay", "--db", str(tmp_path / "data" / "fumarole.db")],
+            capture_output=True,
+            text=True,
+        )
+        assert replay.returncode == 0, replay.stdout + replay.stderr
+    finally:
+        w.cleanup(kube)
+
+
+def _evicted(kube: Kube, ns: str) -> list[dict[str, Any]]:
+    return [p for p in kube.list("Pod", ns) if p["metadata"].get("deletionTimestamp")]
+
+
+def _unschedulable(p: dict[str, Any]) -> dict[str, Any] | None:
+    for c in p["status"].get("conditions") or []:
+        if c["type"] == "PodScheduled" and c["status"] == "False" and c.get("reason") == "Unschedulable":
+            return dict(c)
+    return None
+
+
+def test_kill9_and_restart_binds_every_pod_once_and_replays_identically(
+    api: Api, ns: str, tmp_path: Path
+) -> None:
+    kube = api.kube()
+    w = Workload(ns, gangs=12, nodes=3, evictions=False)
+    w.create_cluster(kube)
+    try:
+        with Kubelet(kube, ns, runtime=1.0):
+            proc = start_daemon(api, tmp_path)
+            w.create_jobs(kube)
+            wait_for("a first bind", lambda: bound(kube, ns))
+            proc.send_signal(signal.SIGKILL)
+            proc.communicate(timeout=30)
+            half = bound(kube, ns)
+            assert len(half) < len(w.pods())  # killed mid-workload
+            proc = start_daemon(api, tmp_path)
+            try:
+                wait_for("every pod bound once (evicted ones included)", lambda: _all_bound_once(kube, w))
+            finally:
+                _out, err = stop(proc)
+            assert proc.returncode == 0, err
+        now = bound(kube, ns)
+        assert {k: v for k, v in half.items() if k in now} == {k: now[k] for k in half if k in now}
+        assert max(scheduled_events(kube, ns).values()) == 1  # no pod bound twice
+        if api.fake is not None:
+            binds = Counter(
+                path
+                for method, path, status in api.fake.requests
+                if path.endswith("/binding") and status == 201
+            )
+            assert binds and max(binds.values()) == 1
+        db = tmp_path / "data" / "fumarole.db"
+        decided = Counter(e.event.name for e in read_log(db) if isinstance(e.event, BindDecided))
+        assert set(decided) == {name for _g, name in w.pods()}
+        evicted = {e.event.name for e in read_log(db) if isinstance(e.event, EvictDecided)}
+        evict_events = {e["involvedObject"]["name"] for e in kube.list("Event", ns) if e["reason"] == "Evict"}
+        assert evicted <= evict_events  # preemption evicted through the API (Volcano's way)
+        assert not evicted & set(now)  # the kubelet finished them: gone
+        replay = subprocess.run([FUMAROLE, "replay", "--db", str(db)], capture_output=True, text=True)
+        assert replay.returncode == 0, replay.stdout + replay.stderr
+        assert " 0 different" in replay.stdout
+    finally:
+        w.cleanup(kube)
+
+
+def _all_bound_once(kube: Kube, w: Workload) -> bool:
+    """Every pod of the workload was bound (one Scheduled Event each) and no existing pod waits."""
+    events = scheduled_events(kube, w.ns)
+    waiting = [p for p in kube.list("Pod", w.ns) if not p["spec"].get("nodeName")]
+    return set(events) == {name for _g, name in w.pods()} and not waiting
+
+
+def test_an_expired_watch_relists_without_duplicate_events(api: Api, ns: str, tmp_path: Path) -> None:
+    if api.fake is None:
+        pytest.skip("needs a server the test can compact (the fake)")
+    fake = api.fake
+    kube = api.kube()
+    w = Workload(ns, gangs=6)
+    w.create_cluster(kube)
+    try:
+        proc = start_daemon(api, tmp_path)
+        try:
+            wait_for("the cluster listed", lambda: any("watch=" in p for _m, p, _s in fake.requests))
+            lists_before = sum(1 for m, p, _s in fake.requests if m == "GET" and p == "/api/v1/pods")
+            fake.compact()
+            fake.break_watches()
+            w.create_jobs(kube)
+            wait_for(
+                "a relist of pods",
+                lambda: (
+                    sum(1 for m, p, _s in fake.requests if m == "GET" and p == "/api/v1/pods") > lists_before
+                ),
+            )
+            wait_for("binds after the relist", lambda: bound(kube, ns))
+        finally:
+            _out, err = stop(proc)
+        assert proc.returncode == 0, err
+        rows = read_log(tmp_path / "data" / "fumarole.db")
+        versions = Counter(
+            (r.event.manifest["metadata"]["uid"], r.event.manifest["metadata"]["resourceVersion"])
+            for r in rows
+            if isinstance(r.event, PodUpserted)
+        )
+        assert versions and max(versions.values()) == 1  # no change logged twice
+        assert not [r for r in rows if isinstance(r.event, PodDeleted)]  # nothing vanished by mistake
+        assert all(
+            "managedFields" not in r.event.manifest["metadata"]
+            for r in rows
+            if isinstance(r.event, PodUpserted)
+        )
+    finally:
+        w.cleanup(kube)
+
+
+# ------------------------------------------------------------------------------------- start-up checks
+def _run_to_exit(api_url: str, token: str, tmp: Path) -> subprocess.CompletedProcess[str]:
+    kc = write_kubeconfig(tmp / "kubeconfig", api_url, token)
+    return subprocess.run(
+        [
+            FUMAROLE,
+            "run",
+            "--adapter",
+            "kubernetes",
+            "--kubeconfig",
+            str(kc),
+            "--data-dir",
+            str(tmp / "data"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env(),
+    )
+
+
+def test_a_missing_permission_exits_2_naming_it(api: Api, tmp_path: Path) -> None:
+    token = "reader"
+    if api.fake is None:  # a real server: a ServiceAccount with no RoleBinding at all
+        kube = api.kube()
+        name = "sa" + uuid.uuid4().hex[:6]
+        kube.create(
+            {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": name, "namespace": "default"}}
+        )
+        tr = kube.request(
+            "POST",
+            f"/api/v1/namespaces/default/serviceaccounts/{name}/token",
+            {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest", "spec": {}},
+        )
+        token = tr["status"]["token"]
+    r = _run_to_exit(api.url, token, tmp_path)
+    assert r.returncode == 2, r.stderr
+    assert "lack" in r.stderr and "list nodes" in r.stderr and "create pods/binding" in r.stderr
+    assert not (tmp_path / "data").exists()
+
+
+def test_a_bad_kubeconfig_exits_2_naming_the_file(tmp_path: Path) -> None:
+    bad = tmp_path / "kubeconfig"
+    bad.write_text("clusters: [not a kubeconfig")
+    r = subprocess.run(
+        [
+            FUMAROLE,
+            "run",
+            "--adapter",
+            "kubernetes",
+            "--kubeconfig",
+            str(bad),
+            "--data-dir",
+            str(tmp_path / "d"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=env(),
+    )
+    assert r.returncode == 2
+    assert str(bad) in r.stderr
+    missing = tmp_path / "nope"
+    r = subprocess.run(
+        [
+            FUMAROLE,
+            "run",
+            "--adapter",
+            "kubernetes",
+            "--kubeconfig",
+            str(missing),
+            "--data-dir",
+            str(tmp_path / "d"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=env(),
+    )
+    assert r.returncode == 2 and f"kubeconfig {missing}: no such file" in r.stderr
+    assert not (tmp_path / "d").exists()
+
+
+def test_missing_volcano_crds_exit_2(tmp_path: Path) -> None:
+    fake = FakeApiServer(crds=False).start()
+    try:
+        r = _run_to_exit(fake.url, "admin", tmp_path)
+    finally:
+        fake.stop()
+    assert r.returncode == 2
+    assert "Volcano's CRDs are not installed" in r.stderr and "podgroups" in r.stderr
+
+
+def test_an_unreachable_server_is_waited_for_with_a_repeated_log_line(tmp_path: Path) -> None:
+    fake = FakeApiServer()
+    url = "http://127.0.0.1:9"  # discard port: nothing listens
+    proc = start_daemon(Api(url, "admin", fake), tmp_path)
+    try:
+        assert proc.stderr is not None
+        line = proc.stderr.readline()
+        while "waiting for the Kubernetes API server" not in line:
+            assert line, "the daemon exited instead of waiting"
+            line = proc.stderr.readline()
+        assert url in line
+    finally:
+        proc.kill()
+        proc.communicate(timeout=30)
+
+
+def test_two_daemons_one_leads_and_the_standby_takes_over_after_kill9(
+    api: Api, ns: str, tmp_path: Path
+) -> None:
+    kube = api.kube()
+    w = Workload(ns, gangs=10, nodes=3, evictions=False)
+    w.create_cluster(kube)
+    first, second = w.groups[:5], w.groups[5:]
+    try:
+        with Kubelet(kube, ns, runtime=1.0):
+            a = start_daemon(api, tmp_path, data="a")
+            b = start_daemon(api, tmp_path, data="b")
+            procs = {"a": a, "b": b}
+            w.groups = first
+            w.create_jobs(kube)
+            wait_for("the first jobs bound", lambda: _all_bound_once(kube, w))
+            lease = kube.get(
+                "Lease", "fumarole-" + tmp_path.name.lower().replace("_", "-")[-40:].strip("-"), "default"
+            )
+            holder = lease["spec"]["holderIdentity"]
+            cycles = {k: _cycles(tmp_path / k / "fumarole.db") for k in procs}
+            leader = next(k for k, n in cycles.items() if n)
+            standby = "b" if leader == "a" else "a"
+            assert cycles[standby] == 0  # only one decides
+            ready = {k: _readyz(p) for k, p in procs.items()}
+            assert (ready[leader]["leading"], ready[standby]["leading"]) == (True, False)
+            assert ready[leader]["leader"] == ready[standby]["leader"] == holder
+            assert "fumarole_leader 1.0" in _metrics(procs[leader])
+            assert _pods_logged(tmp_path / standby / "fumarole.db") >= len(w.pods())  # ... both watch
+            procs[leader].send_signal(signal.SIGKILL)
+            procs[leader].communicate(timeout=30)
+            w.groups = second
+            w.create_jobs(kube)
+            w.groups = first + second
+            try:
+                wait_for("the standby to take over and bind the rest", lambda: _all_bound_once(kube, w))
+            finally:
+                _out, err = stop(procs[standby])
+            assert procs[standby].returncode == 0, err
+        assert kube.get("Lease", lease["metadata"]["name"], "default")["spec"]["holderIdentity"] != holder
+        assert _cycles(tmp_path / standby / "fumarole.db") > 0
+        assert max(scheduled_events(kube, ns).values()) == 1  # no pod bound twice
+    finally:
+        w.cleanup(kube)
+
+
+_PORTS: dict[int, str] = {}
+
+
+def _base(proc: subprocess.Popen[str]) -> str:
+    if proc.pid not in _PORTS:
+        assert proc.stdout is not None
+        line = proc.stdout.readline()  # the daemon's first line: "REST API on http://HOST:PORT"
+        _PORTS[proc.pid] = line.strip().rpartition(" ")[2]
+    return _PORTS[proc.pid]
+
+
+def _readyz(proc: subprocess.Popen[str]) -> dict[str, Any]:
+    try:
+        with urllib.request.urlopen(_base(proc) + "/readyz", timeout=10) as r:
+            return dict(json.loads(r.read()))
+    except urllib.error.HTTPError as e:  # 503 while not ready: same body
+        return dict(json.loads(e.read()))
+
+
+def _metrics(proc: subprocess.Popen[str]) -> str:
+    with urllib.request.urlopen(_base(proc) + "/metrics", timeout=10) as r:
+        return str(r.read().decode())
+
+
+def _cycles(db: Path) -> int:
+    return sum(1 for r in read_log(db) if isinstance(r.event, CycleOpened)) if db.exists() else 0
+
+
+def _pods_logged(db: Path) -> int:
+    return len({r.event.name for r in read_log(db) if isinstance(r.event, PodUpserted)})
+
+
+RBAC = Path(__file__).resolve().parents[2] / "deploy" / "kubernetes" / "10-rbac.yaml"
+SA_USER = "system:serviceaccount:fumarole-system:fumarole"
+
+
+def test_the_deploy_clusterrole_suffices(api: Api, ns: str, tmp_path: Path) -> None:
+    """The daemon with deploy/kubernetes' ServiceAccount token (not an admin's) schedules a workload."""
+    kube = api.kube()
+    docs = [d for d in yaml.safe_load_all(RBAC.read_text()) if d]
+    with contextlib.suppress(KubeError):
+        kube.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "fumarole-system"}})
+    for doc in docs:
+        if api.fake is not None and doc["kind"] != "ServiceAccount":
+            continue  # the fake has no RBAC objects: it is given the same rules below
+        with contextlib.suppress(KubeError):  # already there from an earlier run on this server
+            kube.create(doc)
+    if api.fake is not None:
+        api.fake.grants[SA_USER] = {
+            (verb, f"{group}/{res}")
+            for d in docs
+            if d["kind"] in ("ClusterRole", "Role")
+            for rule in d["rules"]
+            for group in rule["apiGroups"]
+            for res in rule["resources"]
+            for verb in rule["verbs"]
+        }
+    token = kube.request(
+        "POST",
+        "/api/v1/namespaces/fumarole-system/serviceaccounts/fumarole/token",
+        {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest", "spec": {}},
+    )["status"]["token"]
+    w = Workload(ns, gangs=4)
+    w.create_cluster(kube)
+    w.create_jobs(kube)
+    try:
+        with Kubelet(kube, ns):
+            proc = start_daemon(api, tmp_path, token=token, lease_ns="fumarole-system")
+            try:
+                wait_for("binds by the ServiceAccount", lambda: bound(kube, ns))
+                wait_for(
+                    "PodGroup statuses written by the ServiceAccount",
+                    lambda: all((pg.get("status") or {}).get("phase") for pg in kube.list("PodGroup", ns)),
+                )
+            finally:
+                _out, err = stop(proc)
+        assert proc.returncode == 0, err
+        assert "forbidden" not in err.lower(), err
+    finally:
+        w.cleanup(kube)
