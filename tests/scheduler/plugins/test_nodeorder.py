@@ -498,6 +498,9 @@ def test_requested_follows_allocations_through_the_predicates_snapshot() -> None
     # cpu (4000-1000)*100/4000 = 75, memory 7*100/8 = 87 -> 81; with `a` placed: 25, 37 -> 31
     assert scores(ssn, the(ssn, "p")) == {"n1": 81.0}
     stmt = Statement(ssn)
+    # As the actions do: PrePredicate first (its PreFilter state is what Reserve needs for the
+    # allocation to reach the snapshot; see test_predicates_restored_victims.py).
+    assert ssn.pre_predicate_fn(the(ssn, "a")) is None
     stmt.allocate(the(ssn, "a"), ssn.nodes["n1"])
     assert scores(ssn, the(ssn, "p")) == {"n1": 31.0}
     stmt.discard()
