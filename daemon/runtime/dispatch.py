@@ -9,6 +9,7 @@ again; sinks are idempotent (a second bind of a bound pod, an evict of a gone po
 from __future__ import annotations
 
 import logging
+import time
 from typing import TYPE_CHECKING
 
 import anyio
@@ -54,6 +55,7 @@ class Dispatcher:
             await self.handle(rows)
 
     async def handle(self, rows: list[StoredEvent]) -> None:
+        t0 = time.perf_counter()
         out: list[Event] = []
         for row in rows:
             ev = row.event
@@ -72,5 +74,9 @@ class Dispatcher:
             with anyio.CancelScope(shield=True):
                 await self.writer.submit(out, checkpoint=(CONSUMER, last))
         self.position = last
+        if out and log.isEnabledFor(logging.DEBUG):
+            log.debug(
+                "dispatched", extra={"events": len(out), "dispatch_s": round(time.perf_counter() - t0, 6)}
+            )
         prev, self._progress = self._progress, anyio.Event()
         prev.set()

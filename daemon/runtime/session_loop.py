@@ -11,6 +11,7 @@ one batch.  The cycle's trace id is stamped on every decision event.
 from __future__ import annotations
 
 import logging
+import time
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -53,6 +54,20 @@ class CycleSummary:
     trace_id: str = ""
     last_decision_seq: int = 0
     queue_shares: dict[str, float] = field(default_factory=dict)
+    # Wall seconds of the cycle's steps (observability only, see `timings`).
+    freeze_s: float = 0.0
+    decide_s: float = 0.0
+    append_s: float = 0.0
+    phase_seconds: dict[str, float] = field(default_factory=dict)
+
+    def timings(self) -> dict[str, float]:
+        """freeze / session phases (open, actions, close, result) / decide (session + events) / append."""
+        out = {"freeze_s": round(self.freeze_s, 6)}
+        out.update({f"{k}_s": v for k, v in self.phase_seconds.items()})
+        out["session_s"] = round(self.seconds, 6)
+        out["decide_s"] = round(self.decide_s, 6)
+        out["append_s"] = round(self.append_s, 6)
+        return out
 
     @property
     def decided(self) -> bool:
@@ -77,7 +92,9 @@ class CycleRunner:
             await writer.submit(conf_events)
         active = self.conf.active
         watermark = self.projection.seq
+        t_freeze = time.perf_counter()
         snapshot: ClusterSnapshot = self.projection.freeze(cycle=self.cycle + 1)
+        freeze_s = time.perf_counter() - t_freeze
         previous = self.projection.explanations()
         previous_queues = self.projection.queue_figures_in_force()
         self.cycle += 1
@@ -108,9 +125,15 @@ class CycleRunner:
                 span.set_attribute("cycle.pipelined", closed.pipelined)
                 return out, tid, _counts(snapshot)
 
+        t_decide = time.perf_counter()
         decisions, tid, (bound, pending) = await anyio.to_thread.run_sync(work)
+        t_append = time.perf_counter()
         seqs = await writer.submit(decisions.events)
         summary = CycleSummary(cycle=cycle, watermark=watermark, seconds=decisions.duration_s, trace_id=tid)
+        summary.freeze_s = freeze_s
+        summary.decide_s = t_append - t_decide
+        summary.append_s = time.perf_counter() - t_append
+        summary.phase_seconds = dict(decisions.result.phase_seconds)
         for seq, ev in zip(seqs, decisions.events, strict=True):
             if isinstance(ev, BindDecided):
                 summary.binds += 1
@@ -132,6 +155,19 @@ class CycleRunner:
             if w not in self._warned:
                 self._warned.add(w)
                 log.warning("scheduler: %s", w)
+        if log.isEnabledFor(logging.DEBUG):
+            log.debug(
+                "cycle timings",
+                extra={
+                    "cycle": cycle,
+                    "now_ms": round(snapshot.now * 1000),
+                    "events": len(seqs),
+                    "binds": summary.binds,
+                    "jobs": decisions.closed.jobs,
+                    "tasks": decisions.closed.tasks,
+                    **summary.timings(),
+                },
+            )
         return summary
 
 
