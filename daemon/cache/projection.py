@@ -258,9 +258,8 @@ class Projection(ProjectionState):
         seen_uids: dict[str, Key] = {}
         task_cache = self._task_cache
         tasks_now: dict[Key, tuple[TaskInfo, Any, Any, TaskInfo]] = {}
-        on_node: dict[str, list[tuple[int, Key, TaskInfo]]] = {}
-        of_job: dict[str, list[TaskInfo]] = {}
-        orphans: list[str] = []  # jobs of pods without a PodGroup, in first-pod order
+        rows: list[tuple[int, Key, TaskInfo, bool, str]] = []  # (pod position, key, task, ours, job id)
+        on_node: dict[str, list[int]] = {}  # node -> indexes into rows
         for pos, (key, p, job_id) in enumerate(pods):
             mine = d.is_ours(p)
             template = self._template(key, p, job_id, version)
@@ -287,7 +286,49 @@ class Projection(ProjectionState):
                 self._overlay(key, task)
                 tasks_now[key] = (template, bind, ev, task)
             if task.node_name and task.status not in COMPLETED_STATUSES and task.node_name in node_names:
-                on_node.setdefault(task.node_name, []).append((pos, key, task))
+                on_node.setdefault(task.node_name, []).append(len(rows))
+            rows.append((pos, key, task, mine, job_id))
+        self._task_cache = tasks_now
+
+        node_cache: dict[str, tuple[Any, tuple[int, ...], tuple[TaskInfo, ...], NodeInfo]] = {}
+        for _key, n in node_recs:
+            entries = on_node.get(n.name, ())
+            held = tuple(rows[i][2] for i in entries)
+            ids = tuple(map(id, held))
+            cached_node = self._node_cache.get(n.name)
+            if cached_node is not None and cached_node[0] is n and cached_node[1] == ids:
+                node_cache[n.name] = cached_node
+                snap.nodes.append(cached_node[3])
+                continue
+            node = NodeInfo(n.name, n.allocatable, n.capability, n.facts)
+            clean = True
+            for i in entries:
+                pos, key, task, mine, job_id = rows[i]
+                try:
+                    node.add_task(task)
+                except NodeError as e:
+                    clean = False
+                    if task.status is not TaskStatus.BINDING:
+                        late.append((pos, f"Pod {key[0]}/{key[1]}: {e}"))
+                    else:
+                        # The node has no room left for a bind in flight: count it as Bound.  A
+                        # copy: the cached task (maybe in a snapshot handed out) stays as it was.
+                        task = task.clone()
+                        task.status = TaskStatus.BOUND
+                        rows[i] = (pos, key, task, mine, job_id)
+                        tasks_now.pop(key, None)
+                        node.add_task(task)
+                        late.append((pos, f"Pod {key[0]}/{key[1]}: {e}; counted as Bound"))
+            if clean:
+                node_cache[n.name] = (n, ids, held, node)
+            snap.nodes.append(node)
+        self._node_cache = node_cache
+        late.sort(key=lambda pm: pm[0])
+        self.problems.extend(m for _pos, m in late)
+
+        of_job: dict[str, list[TaskInfo]] = {}
+        orphans: list[str] = []  # jobs of pods without a PodGroup, in first-pod order
+        for _pos, _key, task, mine, job_id in rows:
             if not mine:
                 snap.other_tasks.append(task)
                 continue
@@ -297,39 +338,6 @@ class Projection(ProjectionState):
                 if job_id not in groups:
                     orphans.append(job_id)
             members.append(task)
-        self._task_cache = tasks_now
-
-        node_cache: dict[str, tuple[Any, tuple[int, ...], tuple[TaskInfo, ...], NodeInfo]] = {}
-        for _key, n in node_recs:
-            entries = on_node.get(n.name, ())
-            held = tuple(t for _pos, _k, t in entries)
-            ids = tuple(map(id, held))
-            cached_node = self._node_cache.get(n.name)
-            if cached_node is not None and cached_node[0] is n and cached_node[1] == ids:
-                node_cache[n.name] = cached_node
-                snap.nodes.append(cached_node[3])
-                continue
-            node = NodeInfo(n.name, n.allocatable, n.capability, n.facts)
-            clean = True
-            for pos, key, task in entries:
-                try:
-                    node.add_task(task)
-                except NodeError as e:
-                    clean = False
-                    if task.status is not TaskStatus.BINDING:
-                        late.append((pos, f"Pod {key[0]}/{key[1]}: {e}"))
-                    else:
-                        # The node has no room left for a bind in flight: count it as Bound.
-                        task.status = TaskStatus.BOUND
-                        tasks_now.pop(key, None)  # changed here: rebuilt by the next freeze
-                        node.add_task(task)
-                        late.append((pos, f"Pod {key[0]}/{key[1]}: {e}; counted as Bound"))
-            if clean:
-                node_cache[n.name] = (n, ids, held, node)
-            snap.nodes.append(node)
-        self._node_cache = node_cache
-        late.sort(key=lambda pm: pm[0])
-        self.problems.extend(m for _pos, m in late)
 
         job_cache: dict[str, tuple[Any, Any, int, tuple[int, ...], tuple[TaskInfo, ...], JobInfo]] = {}
         for job_id in [*groups, *orphans]:

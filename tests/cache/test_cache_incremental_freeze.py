@@ -15,6 +15,7 @@ from daemon.cache.describe import describe_snapshot
 from daemon.runtime.conf_watch import ConfWatcher
 from daemon.runtime.cycle import comparable, decide
 from store.events import (
+    BindDecided,
     ClockAdvanced,
     CycleClosed,
     CycleOpened,
@@ -159,3 +160,27 @@ def test_cache_sessions_over_incremental_snapshots_decide_as_over_fresh_ones(
                 for p in (live, fresh)
             )
             assert [comparable(e) for e in got.events] == [comparable(e) for e in want.events]
+
+
+def test_cache_bind_in_flight_that_no_longer_fits_is_counted_bound_without_touching_an_earlier_snapshot() -> (
+    None
+):
+    events = [*_cluster(pods=0), _pod("y", "a", node="n0", cpu="1"), _pod("x", "a", cpu="6")]
+    events.append(BindDecided(cycle=1, namespace="ns", name="x", uid="u-x", node="n0", job="ns/a", queue="q"))
+    p = _fresh(events)
+    first = p.freeze(cycle=1)
+    before = describe_snapshot(first)
+    assert p.problems == []
+    grown = _pod("y", "a", node="n0", cpu="4")  # the node has no room left for x's bind
+    p.fold(p.seq + 1, grown)
+    second = p.freeze(cycle=1)
+    assert any("counted as Bound" in m for m in p.problems)
+    assert describe_snapshot(first) == before
+    assert (describe_snapshot(second), p.problems) == _described_at(_fresh([*events, grown]), 1)
+    # And once more with nothing folded: the same snapshot and the same problems.
+    assert (describe_snapshot(p.freeze(cycle=1)), p.problems) == _described_at(_fresh([*events, grown]), 1)
+
+
+def _described_at(p: Projection, cycle: int) -> tuple[Any, list[str]]:
+    snap = p.freeze(cycle=cycle)
+    return describe_snapshot(snap), list(p.problems)
