@@ -3,10 +3,14 @@
 Freezing assembles the snapshot exactly as `daemon.manifests.build_snapshot` would for the
 objects the projection holds (kinds in build_snapshot's order, each kind in first-arrival
 order), then applies the folded decisions (see `state.py`).  Each manifest is parsed once per
-version (`ObjectDecoder`); each pod's TaskInfo is built once per version and priority-class
-set, and cloned per freeze, so a freeze costs object assembly, not parsing.
+version (`ObjectDecoder`); each pod's TaskInfo template is built once per version and
+priority-class set.
 
-A frozen snapshot is independent of the projection: later folds do not change it.
+Freezing is incremental (docs/replay.md, "Cost: incremental freezing"): while no event outside
+`SNAPSHOT_NEUTRAL` was folded, a freeze hands out the last snapshot again (new containers, new
+`now` and session id); otherwise it rebuilds, reusing each task, node and job whose inputs are
+the same objects as last time.  Snapshots share those objects, so a snapshot is read-only for
+its consumers (sessions clone it); later folds and freezes never change one handed out.
 """
 
 from __future__ import annotations
