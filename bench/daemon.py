@@ -17,9 +17,9 @@ Prints one JSON object per scenario (one line each):
   NODES nodes of 32 cpu, 4 weighted queues, JOBS Volcano Jobs in gangs of 1–16 submitted over
   10 virtual minutes, running 1–30 minutes), stopped (SIGTERM: it finishes the running cycle)
   after `--wall-limit` seconds if it has not drained.  It reports simulated seconds per wall
-  second and the per-cycle split freeze / session (open, actions, close, result) / events /
-  append / dispatch / other (the simulator's clock advance and its append) from the daemon's
-  `cycle timings` and `dispatched` debug log lines.
+  second and the per-cycle split freeze / gc (the heap settling) / session (open, actions,
+  close, result) / events / append / dispatch / other (the simulator's clock advance and its
+  append) from the daemon's `cycle timings` and `dispatched` debug log lines.
 
 Timings are wall seconds; the machine may be shared, so `load1` (the 1-minute load average at
 start and end) is printed with every figure.  Usage:
@@ -185,7 +185,7 @@ def new_pods(count: int) -> list[Event]:
 
 def _split(s: CycleSummary) -> dict[str, float]:
     t = s.timings()
-    t["total_s"] = round(s.freeze_s + s.decide_s + s.append_s, 6)
+    t["total_s"] = round(s.freeze_s + s.gc_s + s.decide_s + s.append_s, 6)
     return t
 
 
@@ -230,7 +230,7 @@ async def _steady(nodes: int, running: int, a: argparse.Namespace, tmp: Path) ->
         with _profiled(a.profile == "idle", f"{a.idle_cycles} idle cycles at {nodes} nodes", a.profile_top):
             for _ in range(a.idle_cycles):
                 idles.append(await runner.run_cycle(writer))
-        totals = [sum(_split(s)[k] for k in ("freeze_s", "decide_s", "append_s")) for s in idles]
+        totals = [_split(s)["total_s"] for s in idles]
         best = idles[totals.index(min(totals))]
         out["idle_cycle"] = {
             "best": _split(best),
@@ -346,9 +346,10 @@ def workload(nodes: int, jobs: int, a: argparse.Namespace, tmp: Path) -> dict[st
         for c, gap in zip(cycles, gaps, strict=False):
             c["cycle_s"] = gap
             c["events_s"] = c["decide_s"] - c["session_s"]
-            c["other_s"] = max(0.0, gap - c["freeze_s"] - c["decide_s"] - c["append_s"] - c["dispatch_s"])
-        keys = ("cycle_s", "freeze_s", "open_s", "actions_s", "close_s", "result_s", "events_s", "append_s",
-                "dispatch_s", "other_s")  # fmt: skip
+            measured = c["freeze_s"] + c.get("gc_s", 0.0) + c["decide_s"] + c["append_s"] + c["dispatch_s"]
+            c["other_s"] = max(0.0, gap - measured)
+        keys = ("cycle_s", "freeze_s", "gc_s", "open_s", "actions_s", "close_s", "result_s", "events_s",
+                "append_s", "dispatch_s", "other_s")  # fmt: skip
         out["per_cycle"] = {k: _stats([c[k] for c in cycles if k in c]) for k in keys}
     out["load1_end"] = load1()
     return out
