@@ -21,8 +21,9 @@ Prints one JSON object per scenario (one line each):
   close, result) / events / append / dispatch / other (the simulator's clock advance and its
   append) from the daemon's `cycle timings` and `dispatched` debug log lines.
 
-Timings are wall seconds; the machine may be shared, so `load1` (the 1-minute load average at
-start and end) is printed with every figure.  Usage:
+Timings are wall seconds (`cpu_s`: the process's CPU seconds over the cycle, for the steady
+cycles, where nothing else runs in the process meanwhile); the machine may be shared, so
+`load1` (the 1-minute load average at start and end) is printed with every figure.  Usage:
 
     python bench/daemon.py                                   # quick: < 1 minute
     python bench/daemon.py --steady 1000x10000 5000x50000 10000x100000 \\
@@ -183,10 +184,19 @@ def new_pods(count: int) -> list[Event]:
     return ev
 
 
-def _split(s: CycleSummary) -> dict[str, float]:
+def _split(s: CycleSummary, cpu: float | None = None) -> dict[str, float]:
     t = s.timings()
-    t["total_s"] = round(s.freeze_s + s.gc_s + s.decide_s + s.append_s, 6)
+    t["total_s"] = round(s.freeze_s + getattr(s, "gc_s", 0.0) + s.decide_s + s.append_s, 6)
+    if cpu is not None:
+        t["cpu_s"] = round(cpu, 6)
     return t
+
+
+async def _cycle(runner: CycleRunner, writer: Writer) -> tuple[CycleSummary, float]:
+    """One cycle and the process CPU seconds it took (nothing else runs in the process meanwhile)."""
+    c0 = time.process_time()
+    s = await runner.run_cycle(writer)
+    return s, time.process_time() - c0
 
 
 @contextmanager
@@ -224,17 +234,17 @@ async def _steady(nodes: int, running: int, a: argparse.Namespace, tmp: Path) ->
         t0 = time.perf_counter()
         await writer.submit(listing(nodes, running))
         out["listing_s"] = round(time.perf_counter() - t0, 3)
-        first = await runner.run_cycle(writer)
-        out["first_cycle"] = _split(first)
-        idles: list[CycleSummary] = []
+        out["first_cycle"] = _split(*await _cycle(runner, writer))
+        idles: list[tuple[CycleSummary, float]] = []
         with _profiled(a.profile == "idle", f"{a.idle_cycles} idle cycles at {nodes} nodes", a.profile_top):
             for _ in range(a.idle_cycles):
-                idles.append(await runner.run_cycle(writer))
-        totals = [_split(s)["total_s"] for s in idles]
+                idles.append(await _cycle(runner, writer))
+        totals = [_split(*sc)["total_s"] for sc in idles]
         best = idles[totals.index(min(totals))]
         out["idle_cycle"] = {
-            "best": _split(best),
+            "best": _split(*best),
             "median_total_s": round(statistics.median(totals), 6),
+            "median_cpu_s": round(statistics.median(c for _s, c in idles), 6),
             "cycles": len(idles),
             "events_written": 0 if not idles else None,
         }
@@ -243,8 +253,8 @@ async def _steady(nodes: int, running: int, a: argparse.Namespace, tmp: Path) ->
             with _profiled(
                 a.profile == "place", f"placing {a.new_pods} pods at {nodes} nodes", a.profile_top
             ):
-                placing = await runner.run_cycle(writer)
-            out["placing_cycle"] = {"new_pods": a.new_pods, "binds": placing.binds, **_split(placing)}
+                placing, cpu = await _cycle(runner, writer)
+            out["placing_cycle"] = {"new_pods": a.new_pods, "binds": placing.binds, **_split(placing, cpu)}
         await save_projection(event_log, projection)
         await writer.close()
     await event_log.close()
@@ -261,12 +271,13 @@ async def _steady(nodes: int, running: int, a: argparse.Namespace, tmp: Path) ->
     runner.conf.mark_recorded(projection.conf_hash or None)
     async with anyio.create_task_group() as tg:
         tg.start_soon(writer.run)
-        again = await runner.run_cycle(writer)
+        again, cpu = await _cycle(runner, writer)
         await writer.close()
     await event_log.close()
     out["restart"] = {
         "load_s": round(loaded, 3),
         "first_cycle_s": _split(again)["total_s"],
+        "first_cycle_cpu_s": round(cpu, 3),
         "ready_s": round(time.perf_counter() - t0, 3),
     }
     out["load1_end"] = load1()
