@@ -7,16 +7,22 @@ heap (a pause of up to a second at 2,000 nodes, whichever step it lands in).
 
 `HeapSettler.settle()`, called once per cycle after the freeze, collects what is not frozen
 yet (what changed since the last cycle, and the last session's cyclic garbage) and then moves
-every survivor to the permanent generation (`gc.freeze`), so the collections a session
-triggers traverse only what that session allocated.  Reference counting still frees frozen
-objects; only cyclic garbage among them would wait, so every `full_every` cycles the heap is
-unfrozen and collected whole (the cost of one full collection per `full_every` cycles).
-Collection never changes what a session decides: it only moves when memory is reclaimed.
+every survivor to the permanent generation (`gc.freeze`).  Reference counting still frees
+frozen objects; only cyclic garbage among them would wait, so every `full_every` cycles the
+heap is unfrozen and collected whole (the cost of one full collection per `full_every` cycles).
+
+`HeapSettler.paused()` wraps the session: no cyclic collection runs while it allocates its
+copy of the snapshot (with the long-lived heap frozen, CPython would otherwise run full
+collections over the session's growing heap every ~70k allocations); the session's cyclic
+garbage is collected by the next `settle()`.  Collection never changes what a session decides:
+it only moves when memory is reclaimed.
 """
 
 from __future__ import annotations
 
 import gc
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 __all__ = ["HeapSettler"]
 
@@ -35,3 +41,14 @@ class HeapSettler:
             gc.unfreeze()
         gc.collect()
         gc.freeze()
+
+    @contextmanager
+    def paused(self) -> Iterator[None]:
+        """No cyclic collection inside the block (the collector's previous state is restored)."""
+        was_enabled = gc.isenabled()
+        gc.disable()
+        try:
+            yield
+        finally:
+            if was_enabled:
+                gc.enable()

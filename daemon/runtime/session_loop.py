@@ -114,17 +114,18 @@ class CycleRunner:
                 span.set_attribute("cycle.id", cycle)
                 span.set_attribute("cycle.watermark", watermark)
                 span.set_attribute("conf.hash", active.hash)
-                out = decide(
-                    snapshot,
-                    active.conf,
-                    cycle=cycle,
-                    watermark=watermark,
-                    conf_hash=active.hash,
-                    trace_id=tid,
-                    previous=previous,
-                    previous_queues=previous_queues,
-                    tracer_provider=self.tracer_provider,
-                )
+                with self.heap.paused():
+                    out = decide(
+                        snapshot,
+                        active.conf,
+                        cycle=cycle,
+                        watermark=watermark,
+                        conf_hash=active.hash,
+                        trace_id=tid,
+                        previous=previous,
+                        previous_queues=previous_queues,
+                        tracer_provider=self.tracer_provider,
+                    )
                 closed = out.closed
                 span.set_attribute("cycle.jobs", closed.jobs)
                 span.set_attribute("cycle.tasks", closed.tasks)

@@ -46,3 +46,13 @@ def test_heap_frozen_cyclic_garbage_is_reclaimed_by_the_periodic_full_collection
 def test_heap_full_every_must_be_positive() -> None:
     with pytest.raises(ValueError, match="full_every"):
         HeapSettler(full_every=0)
+
+
+def test_heap_paused_stops_cyclic_collection_inside_and_restores_it() -> None:
+    settler = HeapSettler()
+    with settler.paused():
+        assert not gc.isenabled()
+    assert gc.isenabled()
+    with pytest.raises(RuntimeError), settler.paused():
+        raise RuntimeError("a failing session")
+    assert gc.isenabled()
