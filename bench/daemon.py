@@ -325,7 +325,9 @@ def workload(nodes: int, jobs: int, a: argparse.Namespace, tmp: Path) -> dict[st
     err_path = tmp / "daemon.stderr"
     t0 = time.monotonic()
     with err_path.open("w") as err:
-        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=err, text=True, cwd=tmp)
+        # The daemon under test is the code beside this file, whatever the interpreter has installed.
+        env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent)}
+        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=err, text=True, cwd=tmp, env=env)
         try:
             stdout, _ = proc.communicate(timeout=a.wall_limit)
         except subprocess.TimeoutExpired:
