@@ -3,10 +3,14 @@
 Freezing assembles the snapshot exactly as `daemon.manifests.build_snapshot` would for the
 objects the projection holds (kinds in build_snapshot's order, each kind in first-arrival
 order), then applies the folded decisions (see `state.py`).  Each manifest is parsed once per
-version (`ObjectDecoder`); each pod's TaskInfo is built once per version and priority-class
-set, and cloned per freeze, so a freeze costs object assembly, not parsing.
+version (`ObjectDecoder`); each pod's TaskInfo template is built once per version and
+priority-class set.
 
-A frozen snapshot is independent of the projection: later folds do not change it.
+Freezing is incremental (docs/replay.md, "Cost: incremental freezing"): while no event outside
+`SNAPSHOT_NEUTRAL` was folded, a freeze hands out the last snapshot again (new containers, new
+`now` and session id); otherwise it rebuilds, reusing each task, node and job whose inputs are
+the same objects as last time.  Snapshots share those objects, so a snapshot is read-only for
+its consumers (sessions clone it); later folds and freezes never change one handed out.
 """
 
 from __future__ import annotations
@@ -29,9 +33,40 @@ from daemon.scheduler.model.queue import (
 )
 from daemon.scheduler.model.snapshot import ClusterSnapshot
 from daemon.scheduler.model.task import COMPLETED_STATUSES, TaskInfo, TaskStatus
-from store.events import JobExplained, QueueFigures
+from store.events import (
+    BindSucceeded,
+    ClockAdvanced,
+    ConfigurationRecorded,
+    ConfigurationRejected,
+    CycleClosed,
+    CycleOpened,
+    EvictSucceeded,
+    JobExplained,
+    PipelineDecided,
+    QueueFigures,
+    QueueFiguresRecorded,
+)
 
-__all__ = ["Projection", "session_id"]
+__all__ = ["SNAPSHOT_NEUTRAL", "Projection", "session_id"]
+
+# Events whose folding cannot change a frozen snapshot (the clock's `now` is set on every
+# freeze): explanations, queue figures, cycle markers, configuration, pipelines, and outcomes
+# that change nothing (the pod update is the answer).  Every other event type, known or not,
+# marks the snapshot stale.
+SNAPSHOT_NEUTRAL: frozenset[type] = frozenset(
+    {
+        BindSucceeded,
+        ClockAdvanced,
+        ConfigurationRecorded,
+        ConfigurationRejected,
+        CycleClosed,
+        CycleOpened,
+        EvictSucceeded,
+        JobExplained,
+        PipelineDecided,
+        QueueFiguresRecorded,
+    }
+)
 
 _MISSING = object()
 
@@ -60,8 +95,17 @@ class Projection(ProjectionState):
         self._templates: dict[Key, tuple[int, str, TaskInfo]] = {}
         self._implicit: dict[Key, Any] = {}
         self._pcs: dict[str, PriorityClassInfo] | None = None
+        self._default_priority = 0
         self._pcs_version = 0
         self.problems: list[str] = []
+        # Incremental freezing: the generation counts folded events that can change a snapshot;
+        # the last snapshot (with its generation and problems) and, per task / node / job, the
+        # inputs it was built from (compared by identity) and what was built.
+        self._generation = 0
+        self._last: tuple[int, ClusterSnapshot, list[str]] | None = None
+        self._task_cache: dict[Key, tuple[TaskInfo, Any, Any, TaskInfo]] = {}
+        self._node_cache: dict[str, tuple[Any, tuple[int, ...], tuple[TaskInfo, ...], NodeInfo]] = {}
+        self._job_cache: dict[str, tuple[Any, Any, int, tuple[int, ...], tuple[TaskInfo, ...], JobInfo]] = {}
 
     # ------------------------------------------------------------------------- reads
     def explanations(self) -> dict[str, JobExplained]:
@@ -124,13 +168,45 @@ class Projection(ProjectionState):
             yield key, rec
 
     # ------------------------------------------------------------------------- freezing
+    def fold(self, seq: int, event: Any) -> None:
+        super().fold(seq, event)
+        if type(event) not in SNAPSHOT_NEUTRAL:
+            self._generation += 1
+
     def freeze(self, *, cycle: int | None = None) -> ClusterSnapshot:
-        """The ClusterSnapshot of the current state (session id from `cycle`, now from the clock)."""
+        """The ClusterSnapshot of the current state (session id from `cycle`, now from the clock).
+
+        When no event that can change a snapshot was folded since the last freeze, the last
+        snapshot is handed out again (new containers over the same objects, new `now` and session
+        id); otherwise it is rebuilt, reusing every task, node and job whose inputs are the same
+        objects as last time (see the module notes).
+        """
+        now = self.now_ms / 1000.0
+        sid = session_id(cycle if cycle is not None else self.last_cycle + 1)
+        last = self._last
+        if last is not None and last[0] == self._generation:
+            prev, problems = last[1], last[2]
+            self.problems = list(problems)
+            return ClusterSnapshot(
+                nodes=list(prev.nodes),
+                jobs=dict(prev.jobs),
+                queues=dict(prev.queues),
+                namespaces=dict(prev.namespaces),
+                priority_classes=dict(prev.priority_classes),
+                other_tasks=list(prev.other_tasks),
+                now=now,
+                session_id=sid,
+            )
+        snap = self._build(now, sid)
+        self._last = (self._generation, snap, list(self.problems))
+        return self.freeze(cycle=cycle)
+
+    def _build(self, now: float, sid: str) -> ClusterSnapshot:
         self.problems = []
         d = self.decoder
         snap = ClusterSnapshot()
-        snap.now = self.now_ms / 1000.0
-        snap.session_id = session_id(cycle if cycle is not None else self.last_cycle + 1)
+        snap.now = now
+        snap.session_id = sid
 
         pcs: dict[str, PriorityClassInfo] = {}
         default_priority = 0
@@ -140,8 +216,9 @@ class Projection(ProjectionState):
                 default_priority = pc.value
         for pc in BUILTIN_PRIORITY_CLASSES:
             pcs.setdefault(pc.name, pc)
-        if pcs != self._pcs:
+        if pcs != self._pcs or default_priority != self._default_priority:
             self._pcs = pcs
+            self._default_priority = default_priority
             self._pcs_version += 1
         version = self._pcs_version
         d.use_priority_classes(pcs, default_priority)
@@ -161,11 +238,8 @@ class Projection(ProjectionState):
             snap.queues[self.default_queue] = QueueInfo(
                 self.default_queue, weight=1, reclaimable=True, state=QUEUE_OPEN
             )
-        nodes: dict[str, NodeInfo] = {}
-        for _key, n in self._records("Node"):
-            node = NodeInfo(n.name, n.allocatable, n.capability, n.facts)
-            snap.nodes.append(node)
-            nodes[n.name] = node
+        node_recs = list(self._records("Node"))
+        node_names = {n.name for _key, n in node_recs}
 
         groups: dict[str, Any] = {}
         for (ns_name, name), g in self._records("PodGroup"):
@@ -182,57 +256,129 @@ class Projection(ProjectionState):
                 if implicit is not None:
                     groups[job_id] = implicit
             pods.append((key, p, job_id))
-        for job_id, g in groups.items():
-            job = d.job_info(g)
-            ns_name, _, name = job_id.partition("/")
-            st = self.pg_status.get((ns_name, name))
-            if st is not None:
-                job.status.phase = st.phase
-                job.status.conditions = [
-                    Condition(c.type, c.status, c.reason, c.message, c.transition_id) for c in st.conditions
-                ]
-                job.status.running = st.running
-                job.status.succeeded = st.succeeded
-                job.status.failed = st.failed
-            snap.jobs[job_id] = job
 
+        # Tasks, in pod order: each job's and each node's tasks keep that order.
+        late: list[tuple[int, str]] = []  # (pod position, problem) of this phase, reported in pod order
         seen_uids: dict[str, Key] = {}
-        for key, p, job_id in pods:
+        task_cache = self._task_cache
+        tasks_now: dict[Key, tuple[TaskInfo, Any, Any, TaskInfo]] = {}
+        rows: list[tuple[int, Key, TaskInfo, bool, str]] = []  # (pod position, key, task, ours, job id)
+        on_node: dict[str, list[int]] = {}  # node -> indexes into rows
+        for pos, (key, p, job_id) in enumerate(pods):
             mine = d.is_ours(p)
             template = self._template(key, p, job_id, version)
             if not mine and not template.node_name:
                 continue
             first = seen_uids.setdefault(template.uid, key)
             if first != key:
-                self.problems.append(
-                    f"Pod {key[0]}/{key[1]}: duplicate pod uid {template.uid!r} "
-                    f"(also Pod {first[0]}/{first[1]}); left out"
+                late.append(
+                    (
+                        pos,
+                        f"Pod {key[0]}/{key[1]}: duplicate pod uid {template.uid!r} "
+                        f"(also Pod {first[0]}/{first[1]}); left out",
+                    )
                 )
                 continue
-            task = template.clone()
-            self._overlay(key, task)
-            if task.node_name and task.status not in COMPLETED_STATUSES:
-                host = nodes.get(task.node_name)
-                if host is not None:
-                    try:
-                        host.add_task(task)
-                    except NodeError as e:
-                        if task.status is not TaskStatus.BINDING:
-                            self.problems.append(f"Pod {key[0]}/{key[1]}: {e}")
-                        else:
-                            # The node has no room left for a bind in flight: count it as Bound.
-                            task.status = TaskStatus.BOUND
-                            host.add_task(task)
-                            self.problems.append(f"Pod {key[0]}/{key[1]}: {e}; counted as Bound")
+            bind = self.binds.get(key)
+            ev = self.evictions.get(key)
+            cached = task_cache.get(key)
+            if cached is not None and cached[0] is template and cached[1] is bind and cached[2] is ev:
+                task = cached[3]
+                tasks_now[key] = cached
+            else:
+                task = template.clone()
+                self._overlay(key, task)
+                tasks_now[key] = (template, bind, ev, task)
+            if task.node_name and task.status not in COMPLETED_STATUSES and task.node_name in node_names:
+                on_node.setdefault(task.node_name, []).append(len(rows))
+            rows.append((pos, key, task, mine, job_id))
+        self._task_cache = tasks_now
+
+        node_cache: dict[str, tuple[Any, tuple[int, ...], tuple[TaskInfo, ...], NodeInfo]] = {}
+        for _key, n in node_recs:
+            entries = on_node.get(n.name, ())
+            held = tuple(rows[i][2] for i in entries)
+            ids = tuple(map(id, held))
+            cached_node = self._node_cache.get(n.name)
+            if cached_node is not None and cached_node[0] is n and cached_node[1] == ids:
+                node_cache[n.name] = cached_node
+                snap.nodes.append(cached_node[3])
+                continue
+            node = NodeInfo(n.name, n.allocatable, n.capability, n.facts)
+            clean = True
+            for i in entries:
+                pos, key, task, mine, job_id = rows[i]
+                try:
+                    node.add_task(task)
+                except NodeError as e:
+                    clean = False
+                    if task.status is not TaskStatus.BINDING:
+                        late.append((pos, f"Pod {key[0]}/{key[1]}: {e}"))
+                    else:
+                        # The node has no room left for a bind in flight: count it as Bound.  A
+                        # copy: the cached task (maybe in a snapshot handed out) stays as it was.
+                        task = task.clone()
+                        task.status = TaskStatus.BOUND
+                        rows[i] = (pos, key, task, mine, job_id)
+                        tasks_now.pop(key, None)
+                        node.add_task(task)
+                        late.append((pos, f"Pod {key[0]}/{key[1]}: {e}; counted as Bound"))
+            if clean:
+                node_cache[n.name] = (n, ids, held, node)
+            snap.nodes.append(node)
+        self._node_cache = node_cache
+        late.sort(key=lambda pm: pm[0])
+        self.problems.extend(m for _pos, m in late)
+
+        of_job: dict[str, list[TaskInfo]] = {}
+        orphans: list[str] = []  # jobs of pods without a PodGroup, in first-pod order
+        for _pos, _key, task, mine, job_id in rows:
             if not mine:
                 snap.other_tasks.append(task)
                 continue
-            owner = snap.jobs.get(job_id)
-            if owner is None:
-                ns_name, _, name = job_id.partition("/")
-                owner = JobInfo(uid=job_id, name=name, namespace=ns_name, queue="", has_pod_group=False)
-                snap.jobs[job_id] = owner
-            owner.add_task(task)
+            members = of_job.get(job_id)
+            if members is None:
+                of_job[job_id] = members = []
+                if job_id not in groups:
+                    orphans.append(job_id)
+            members.append(task)
+
+        job_cache: dict[str, tuple[Any, Any, int, tuple[int, ...], tuple[TaskInfo, ...], JobInfo]] = {}
+        for job_id in [*groups, *orphans]:
+            g = groups.get(job_id)
+            ns_name, _, name = job_id.partition("/")
+            st = self.pg_status.get((ns_name, name)) if g is not None else None
+            held = tuple(of_job.get(job_id, ()))
+            ids = tuple(map(id, held))
+            cached_job = self._job_cache.get(job_id)
+            if (
+                cached_job is not None
+                and cached_job[0] is g
+                and cached_job[1] is st
+                and cached_job[2] == version
+                and cached_job[3] == ids
+            ):
+                job_cache[job_id] = cached_job
+                snap.jobs[job_id] = cached_job[5]
+                continue
+            if g is not None:
+                job = d.job_info(g)
+                if st is not None:
+                    job.status.phase = st.phase
+                    job.status.conditions = [
+                        Condition(c.type, c.status, c.reason, c.message, c.transition_id)
+                        for c in st.conditions
+                    ]
+                    job.status.running = st.running
+                    job.status.succeeded = st.succeeded
+                    job.status.failed = st.failed
+            else:
+                job = JobInfo(uid=job_id, name=name, namespace=ns_name, queue="", has_pod_group=False)
+            for task in held:
+                job.add_task(task)
+            job_cache[job_id] = (g, st, version, ids, held, job)
+            snap.jobs[job_id] = job
+        self._job_cache = job_cache
         return snap
 
     def _template(self, key: Key, pod: Any, job_id: str, version: int) -> TaskInfo:

@@ -153,7 +153,8 @@ def decide(
     snap = replace(snapshot, session_id=session_id(cycle))
     result = run_session(snap, conf, tracer_provider=tracer_provider)
     duration = time.perf_counter() - t0
-    tasks = _task_index(snap)
+    needed = {*result.bind_order, *(ev.task for ev in result.evictions), *result.pipelined, *result.pending}
+    tasks = _task_index(snap, needed)
     now_ms = round(snap.now * 1000)
     events: list[CycleEvent] = [
         CycleOpened(cycle=cycle, watermark=watermark, now_ms=now_ms, conf_hash=conf_hash, trace_id=trace_id)
@@ -262,11 +263,21 @@ def decide(
 # lookups
 
 
-def _task_index(snap: ClusterSnapshot) -> dict[str, tuple[TaskInfo, JobInfo]]:
+def _task_index(snap: ClusterSnapshot, keys: set[str]) -> dict[str, tuple[TaskInfo, JobInfo]]:
+    """The first task (in job, then task order) of each pod key in `keys`, with its job.
+
+    Only the keys a cycle's events name are indexed: an idle cycle names none and pays nothing.
+    """
     idx: dict[str, tuple[TaskInfo, JobInfo]] = {}
+    if not keys:
+        return idx
+    names = {k.partition("/")[2] for k in keys}
     for job in snap.jobs.values():
         for t in job.tasks.values():
-            idx.setdefault(t.key, (t, job))
+            if t.name in names:
+                key = t.key
+                if key in keys:
+                    idx.setdefault(key, (t, job))
     return idx
 
 

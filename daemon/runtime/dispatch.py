@@ -16,6 +16,7 @@ The simulator's sink has neither: it is called one decision at a time, in log or
 from __future__ import annotations
 
 import logging
+import time
 from typing import TYPE_CHECKING, Any
 
 import anyio
@@ -81,6 +82,7 @@ class Dispatcher:
             await self.handle(rows)
 
     async def handle(self, rows: list[StoredEvent]) -> None:
+        t0 = time.perf_counter()
         decisions = [
             (row.seq, row.event) for row in rows if isinstance(row.event, (BindDecided, EvictDecided))
         ]
@@ -115,6 +117,10 @@ class Dispatcher:
             with anyio.CancelScope(shield=True):
                 await self.writer.submit(out, checkpoint=(CONSUMER, last))
         self.position = last
+        if out and log.isEnabledFor(logging.DEBUG):
+            log.debug(
+                "dispatched", extra={"events": len(out), "dispatch_s": round(time.perf_counter() - t0, 6)}
+            )
         prev, self._progress = self._progress, anyio.Event()
         prev.set()
 

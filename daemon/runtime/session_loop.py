@@ -3,14 +3,16 @@ append its decision events in one transaction.
 
 `CycleRunner.run_cycle(writer)` records a changed scheduler configuration first (its own
 transaction, so the cycle's watermark covers it), freezes the projection at its current
-sequence (the watermark), runs `daemon.runtime.cycle.decide` in a worker thread inside a
-`cycle` span (the session's spans are its children), and appends CycleOpened … CycleClosed as
-one batch.  The cycle's trace id is stamped on every decision event.
+sequence (the watermark), settles the heap (`heap.HeapSettler`), runs
+`daemon.runtime.cycle.decide` in a worker thread inside a `cycle` span (the session's spans
+are its children), and appends CycleOpened … CycleClosed as one batch.  The cycle's trace id
+is stamped on every decision event.
 """
 
 from __future__ import annotations
 
 import logging
+import time
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -20,6 +22,7 @@ from opentelemetry import trace
 
 from daemon.runtime.conf_watch import ConfWatcher
 from daemon.runtime.cycle import CycleDecisions, decide
+from daemon.runtime.heap import HeapSettler
 from daemon.runtime.telemetry import trace_id_hex
 from daemon.scheduler.model.snapshot import ClusterSnapshot
 from daemon.scheduler.model.task import TaskStatus
@@ -53,6 +56,22 @@ class CycleSummary:
     trace_id: str = ""
     last_decision_seq: int = 0
     queue_shares: dict[str, float] = field(default_factory=dict)
+    # Wall seconds of the cycle's steps (observability only, see `timings`).
+    freeze_s: float = 0.0
+    gc_s: float = 0.0
+    decide_s: float = 0.0
+    append_s: float = 0.0
+    phase_seconds: dict[str, float] = field(default_factory=dict)
+
+    def timings(self) -> dict[str, float]:
+        """freeze / gc (HeapSettler) / session phases (open, actions, close, result) / decide
+        (session + events) / append."""
+        out = {"freeze_s": round(self.freeze_s, 6), "gc_s": round(self.gc_s, 6)}
+        out.update({f"{k}_s": v for k, v in self.phase_seconds.items()})
+        out["session_s"] = round(self.seconds, 6)
+        out["decide_s"] = round(self.decide_s, 6)
+        out["append_s"] = round(self.append_s, 6)
+        return out
 
     @property
     def decided(self) -> bool:
@@ -70,6 +89,7 @@ class CycleRunner:
         self.tracer_provider = tracer_provider
         self.cycle = 0
         self._warned: set[str] = set()
+        self.heap = HeapSettler()
 
     async def run_cycle(self, writer: Writer) -> CycleSummary:
         conf_events = self.conf.poll()
@@ -77,7 +97,12 @@ class CycleRunner:
             await writer.submit(conf_events)
         active = self.conf.active
         watermark = self.projection.seq
+        t_freeze = time.perf_counter()
         snapshot: ClusterSnapshot = self.projection.freeze(cycle=self.cycle + 1)
+        t_gc = time.perf_counter()
+        freeze_s = t_gc - t_freeze
+        self.heap.settle()
+        gc_s = time.perf_counter() - t_gc
         previous = self.projection.explanations()
         previous_queues = self.projection.queue_figures_in_force()
         self.cycle += 1
@@ -89,17 +114,18 @@ class CycleRunner:
                 span.set_attribute("cycle.id", cycle)
                 span.set_attribute("cycle.watermark", watermark)
                 span.set_attribute("conf.hash", active.hash)
-                out = decide(
-                    snapshot,
-                    active.conf,
-                    cycle=cycle,
-                    watermark=watermark,
-                    conf_hash=active.hash,
-                    trace_id=tid,
-                    previous=previous,
-                    previous_queues=previous_queues,
-                    tracer_provider=self.tracer_provider,
-                )
+                with self.heap.paused():
+                    out = decide(
+                        snapshot,
+                        active.conf,
+                        cycle=cycle,
+                        watermark=watermark,
+                        conf_hash=active.hash,
+                        trace_id=tid,
+                        previous=previous,
+                        previous_queues=previous_queues,
+                        tracer_provider=self.tracer_provider,
+                    )
                 closed = out.closed
                 span.set_attribute("cycle.jobs", closed.jobs)
                 span.set_attribute("cycle.tasks", closed.tasks)
@@ -108,9 +134,16 @@ class CycleRunner:
                 span.set_attribute("cycle.pipelined", closed.pipelined)
                 return out, tid, _counts(snapshot)
 
+        t_decide = time.perf_counter()
         decisions, tid, (bound, pending) = await anyio.to_thread.run_sync(work)
+        t_append = time.perf_counter()
         seqs = await writer.submit(decisions.events)
         summary = CycleSummary(cycle=cycle, watermark=watermark, seconds=decisions.duration_s, trace_id=tid)
+        summary.freeze_s = freeze_s
+        summary.gc_s = gc_s
+        summary.decide_s = t_append - t_decide
+        summary.append_s = time.perf_counter() - t_append
+        summary.phase_seconds = dict(decisions.result.phase_seconds)
         for seq, ev in zip(seqs, decisions.events, strict=True):
             if isinstance(ev, BindDecided):
                 summary.binds += 1
@@ -132,6 +165,19 @@ class CycleRunner:
             if w not in self._warned:
                 self._warned.add(w)
                 log.warning("scheduler: %s", w)
+        if log.isEnabledFor(logging.DEBUG):
+            log.debug(
+                "cycle timings",
+                extra={
+                    "cycle": cycle,
+                    "now_ms": round(snapshot.now * 1000),
+                    "events": len(seqs),
+                    "binds": summary.binds,
+                    "jobs": decisions.closed.jobs,
+                    "tasks": decisions.closed.tasks,
+                    **summary.timings(),
+                },
+            )
         return summary
 
 

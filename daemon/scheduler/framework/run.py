@@ -58,6 +58,9 @@ class SessionResult:
     bind_annotations: dict[str, dict[str, str]] = field(default_factory=dict)
     # Measured seconds per action (observability only: never part of a decision).
     action_seconds: dict[str, float] = field(default_factory=dict)
+    # Measured seconds of the session's phases: "open" (session and plugins opened), "actions",
+    # "close" (plugins closed, PodGroup statuses, queue totals), "result" (observability only).
+    phase_seconds: dict[str, float] = field(default_factory=dict)
 
 
 class UnknownActionError(ValueError):
@@ -89,6 +92,7 @@ def run_session(
         if a not in registry.ACTIONS:
             raise UnknownActionError(f"action {a!r} is not implemented by Fumarole")
     with tracer.start_as_current_span("session") as root:
+        t_open = time.perf_counter()
         ssn = Session(snapshot, conf, measure_callbacks=measuring)
         root.set_attribute("session.id", ssn.uid)
         root.set_attribute("session.jobs", len(ssn.jobs))
@@ -107,6 +111,7 @@ def run_session(
                 plugins.append(plugin)
                 ssn.plugins.setdefault(opt.name, plugin)
         ssn.compile_chains()
+        t_actions = time.perf_counter()
         action_seconds: dict[str, float] = {}
         for name in conf.actions:
             action = registry.ACTIONS[name]()
@@ -121,17 +126,38 @@ def run_session(
                         span.set_attribute(f"plugin.{key}.calls", calls)
                         span.set_attribute(f"plugin.{key}.seconds", round(secs, 6))
         ssn.current_action = ""
+        t_close = time.perf_counter()
         for plugin in plugins:
             with tracer.start_as_current_span(f"plugin.close {plugin.name}"):
                 plugin.on_session_close(ssn)
         changed = update_job_statuses(ssn)
         update_queue_allocated(ssn)
+        t_result = time.perf_counter()
         result = _result(ssn, changed, explain)
         result.action_seconds = {k: round(v, 6) for k, v in action_seconds.items()}
+        result.phase_seconds = {
+            "open": round(t_actions - t_open, 6),
+            "actions": round(t_close - t_actions, 6),
+            "close": round(t_result - t_close, 6),
+            "result": round(time.perf_counter() - t_result, 6),
+        }
         root.set_attribute("session.binds", len(result.binds))
         root.set_attribute("session.evictions", len(result.evictions))
         root.set_attribute("session.pipelined", len(result.pipelined))
+    _release(ssn)
     return result
+
+
+def _release(ssn: Session) -> None:
+    """Drop the session's references once its result is built (nothing reads it afterwards).
+
+    The session, its plugins, handlers and node table refer to each other, so without this its
+    whole copy of the cluster is cyclic garbage that only a (full-heap-traversing) cyclic
+    collection frees; with it reference counting frees it at once.
+    """
+    for node in ssn.node_list:
+        node.on_change = None
+    ssn.__dict__.clear()
 
 
 def _warn_unimplemented(ssn: Session, name: str) -> None:

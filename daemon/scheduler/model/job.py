@@ -100,9 +100,15 @@ class JobInfo:
         self.nodes_fit_errors: dict[str, FitErrors] = {}
         self.job_fit_errors = ""
         self.schedule_start: float | None = None
+        # True while tasks were only ever added (never removed nor moved between statuses): then
+        # `allocated`, `total_request` and `index` are exactly what adding the tasks again in
+        # order gives, and `clone` copies them instead of recomputing.
+        self.only_added = True
 
     # ----------------------------------------------------------------- membership
     def add_task(self, task: TaskInfo) -> None:
+        if task.uid in self.tasks:
+            self.only_added = False
         self.tasks[task.uid] = task
         self._index_add(task)
         self.total_request.add(task.resreq)
@@ -122,6 +128,7 @@ class JobInfo:
             self.pending_best_effort += 1
 
     def _index_del(self, task: TaskInfo) -> None:
+        self.only_added = False
         bucket = self.index.get(task.status)
         if bucket is not None:
             bucket.pop(task.uid, None)
@@ -314,8 +321,24 @@ class JobInfo:
         j.pending_best_effort = 0
         j.nodes_fit_errors = {}
         j.job_fit_errors = ""
-        for t in self.tasks.values():
-            j.add_task(t.clone())
+        j.only_added = True
+        if not self.only_added:
+            for t in self.tasks.values():
+                j.add_task(t.clone())
+            return j
+        # Same state as adding the clones in order (see `only_added`), without the arithmetic.
+        tasks = j.tasks
+        index = j.index
+        for uid, t in self.tasks.items():
+            c = t.clone()
+            tasks[uid] = c
+            bucket = index.get(c.status)
+            if bucket is None:
+                index[c.status] = bucket = {}
+            bucket[c.uid] = c
+        j.allocated = self.allocated.clone()
+        j.total_request = self.total_request.clone()
+        j.pending_best_effort = self.pending_best_effort
         return j
 
     def __repr__(self) -> str:

@@ -123,12 +123,19 @@ class NodeInfo:
         return len(self.tasks)
 
     def clone(self) -> NodeInfo:
-        n = NodeInfo(self.name, self.allocatable, self.capability, self.facts)
+        n = object.__new__(NodeInfo)
+        n.name = self.name
+        n.allocatable = self.allocatable
+        n.capability = self.capability
+        n.facts = self.facts
         n.idle = self.idle.clone()
         n.used = self.used.clone()
         n.releasing = self.releasing.clone()
         n.pipelined = self.pipelined.clone()
+        n.max_task_num = int(self.allocatable.scalars.get(PODS, 0))
         n.tasks = {uid: t.clone() for uid, t in self.tasks.items()}
+        n.index = -1
+        n.on_change = None
         return n
 
     def __repr__(self) -> str:

@@ -115,6 +115,9 @@ def status_from_pod(phase: str, node_name: str, deleting: bool) -> TaskStatus:
     return TaskStatus.UNKNOWN
 
 
+_new_task = object.__new__
+
+
 class TaskInfo:
     """One pod inside a session; mutable status and node, as Volcano's TaskInfo."""
 
@@ -186,9 +189,25 @@ class TaskInfo:
         return f"{self.namespace}/{self.name}"
 
     def clone(self) -> TaskInfo:
-        t = TaskInfo.__new__(TaskInfo)
-        for s in TaskInfo.__slots__:
-            setattr(t, s, getattr(self, s))
+        """A shallow copy (every slot; spelled out: a session clones every task of the cluster)."""
+        t = _new_task(TaskInfo)
+        t.best_effort = self.best_effort
+        t.bind_annotations = self.bind_annotations
+        t.creation = self.creation
+        t.eq_key = self.eq_key
+        t.job = self.job
+        t.last_tx = self.last_tx
+        t.name = self.name
+        t.namespace = self.namespace
+        t.node_name = self.node_name
+        t.pod = self.pod
+        t.preemptable = self.preemptable
+        t.priority = self.priority
+        t.resreq = self.resreq
+        t.role = self.role
+        t.sch_gated = self.sch_gated
+        t.status = self.status
+        t.uid = self.uid
         return t
 
     def __repr__(self) -> str:

@@ -1,0 +1,54 @@
+"""Keeping CPython's cyclic garbage collector off the daemon's long-lived heap.
+
+The projection holds every manifest, parsed record and cached task, node and job: millions of
+objects at 100k pods.  A session allocates a copy of the snapshot that lives until it ends, and
+those survivors make CPython run full collections every few cycles, each traversing the whole
+heap (a pause of up to a second at 2,000 nodes, whichever step it lands in).
+
+`HeapSettler.settle()`, called once per cycle after the freeze, collects what is not frozen
+yet (what changed since the last cycle, and the last session's cyclic garbage) and then moves
+every survivor to the permanent generation (`gc.freeze`).  Reference counting still frees
+frozen objects; only cyclic garbage among them would wait, so every `full_every` cycles the
+heap is unfrozen and collected whole (the cost of one full collection per `full_every` cycles).
+
+`HeapSettler.paused()` wraps the session: no cyclic collection runs while it allocates its
+copy of the snapshot (with the long-lived heap frozen, CPython would otherwise run full
+collections over the session's growing heap every ~70k allocations); the session's cyclic
+garbage is collected by the next `settle()`.  Collection never changes what a session decides:
+it only moves when memory is reclaimed.
+"""
+
+from __future__ import annotations
+
+import gc
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+__all__ = ["HeapSettler"]
+
+
+class HeapSettler:
+    def __init__(self, *, full_every: int = 100) -> None:
+        if full_every < 1:
+            raise ValueError("full_every: at least 1")
+        self.full_every = full_every
+        self.cycles = 0
+
+    def settle(self) -> None:
+        """Collect the young heap and freeze the survivors (the whole heap every `full_every` calls)."""
+        self.cycles += 1
+        if self.cycles % self.full_every == 0:
+            gc.unfreeze()
+        gc.collect()
+        gc.freeze()
+
+    @contextmanager
+    def paused(self) -> Iterator[None]:
+        """No cyclic collection inside the block (the collector's previous state is restored)."""
+        was_enabled = gc.isenabled()
+        gc.disable()
+        try:
+            yield
+        finally:
+            if was_enabled:
+                gc.enable()
