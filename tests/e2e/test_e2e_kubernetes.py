@@ -392,21 +392,14 @@ def test_an_expired_watch_relists_without_duplicate_events(api: Api, ns: str, tm
 # ------------------------------------------------------------------------------------- start-up checks
 def _run_to_exit(api_url: str, token: str, tmp: Path) -> subprocess.CompletedProcess[str]:
     kc = write_kubeconfig(tmp / "kubeconfig", api_url, token)
+    return _run_with_kubeconfig(kc, tmp / "data")
+
+
+def _run_with_kubeconfig(kubeconfig: Path, data_dir: Path) -> subprocess.CompletedProcess[str]:
+    """`fumarole run --adapter kubernetes` to its exit (start-up checks)."""
+    argv = [FUMAROLE, "run", "--adapter", "kubernetes", "--kubeconfig", str(kubeconfig)]
     return subprocess.run(
-        [
-            FUMAROLE,
-            "run",
-            "--adapter",
-            "kubernetes",
-            "--kubeconfig",
-            str(kc),
-            "--data-dir",
-            str(tmp / "data"),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env=env(),
+        [*argv, "--data-dir", str(data_dir)], capture_output=True, text=True, timeout=120, env=env()
     )
 
 
@@ -433,41 +426,11 @@ def test_a_missing_permission_exits_2_naming_it(api: Api, tmp_path: Path) -> Non
 def test_a_bad_kubeconfig_exits_2_naming_the_file(tmp_path: Path) -> None:
     bad = tmp_path / "kubeconfig"
     bad.write_text("clusters: [not a kubeconfig")
-    r = subprocess.run(
-        [
-            FUMAROLE,
-            "run",
-            "--adapter",
-            "kubernetes",
-            "--kubeconfig",
-            str(bad),
-            "--data-dir",
-            str(tmp_path / "d"),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        env=env(),
-    )
+    r = _run_with_kubeconfig(bad, tmp_path / "d")
     assert r.returncode == 2
     assert str(bad) in r.stderr
     missing = tmp_path / "nope"
-    r = subprocess.run(
-        [
-            FUMAROLE,
-            "run",
-            "--adapter",
-            "kubernetes",
-            "--kubeconfig",
-            str(missing),
-            "--data-dir",
-            str(tmp_path / "d"),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        env=env(),
-    )
+    r = _run_with_kubeconfig(missing, tmp_path / "d")
     assert r.returncode == 2 and f"kubeconfig {missing}: no such file" in r.stderr
     assert not (tmp_path / "d").exists()
 
