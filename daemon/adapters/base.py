@@ -25,6 +25,13 @@ Contract, in the order the runtime uses it:
    adapter every observed and outcome event of the log, in log order, through `resume()`
    before calling anything else (`initial_events()` included).
 
+4. A live cluster (`LiveCluster`, the Kubernetes adapter) has no lockstep: the runtime calls
+   `connect()` before anything is created on disk, appends `list_all()` (changes since what
+   the log holds, with their idempotency keys), runs `watch(submit)` and `run_election()` as
+   tasks, runs cycles on a wall-clock timer while `leading`, forwards decisions with up to
+   `concurrency` calls in flight, hands `report()` the PodGroup status changes, job
+   explanations and queue figures each batch carries, and `close()`s it at the end.
+
 Every method is synchronous in effect: `async` only so that a real cluster's adapter can do
 I/O behind the same surface.  A batch returned by one call must be appended to the log in
 one transaction (the simulator's `resume()` relies on never seeing half of a batch).
@@ -32,12 +39,22 @@ one transaction (the simulator's `resume()` relies on never seeing half of a bat
 
 from __future__ import annotations
 
-from typing import Protocol, runtime_checkable
+from collections.abc import Awaitable, Callable
+from typing import Any, Protocol, runtime_checkable
 
 from store.events import BindDecided, EvictDecided, ObservedEvent, OutcomeEvent
 from store.events.base import EventBase
 
-__all__ = ["RESYNC_KINDS", "ClusterSink", "ClusterSource", "Decision", "SimulatedCluster"]
+__all__ = [
+    "RESYNC_KINDS",
+    "ClusterSink",
+    "ClusterSource",
+    "Decision",
+    "LiveCluster",
+    "ReportingSink",
+    "SimulatedCluster",
+    "Submit",
+]
 
 Decision = BindDecided | EvictDecided
 """The decisions a sink acts on (pipelines and PodGroup statuses are not sent to a cluster)."""
@@ -121,4 +138,56 @@ class SimulatedCluster(ClusterSource, ClusterSink, Protocol):
 
     def resume(self, events: list[EventBase]) -> None:
         """Rebuild the adapter's state from the observed and outcome events of the log, in log order."""
+        ...
+
+
+Submit = Callable[[list[ObservedEvent], list[str | None]], Awaitable[Any]]
+"""How a live source appends: events and their idempotency keys (None: no key), one batch."""
+
+
+@runtime_checkable
+class ReportingSink(ClusterSink, Protocol):
+    """A sink that also writes the scheduler's other results back to the cluster."""
+
+    async def report(self, seq: int, event: Any) -> None:
+        """Write one PodGroup status change, job explanation or queue figures (by its seq)."""
+        ...
+
+
+@runtime_checkable
+class LiveCluster(ReportingSink, Protocol):
+    """A real cluster: listed and watched, acted on through its API, paced by the wall clock."""
+
+    concurrency: int
+    """How many sink calls may be in flight at once."""
+
+    async def connect(self) -> None:
+        """Credentials and the server's start-up checks; raises naming what is wrong."""
+        ...
+
+    async def close(self) -> None: ...
+
+    def resume(self, facts: list[EventBase]) -> None:
+        """The log's observed facts after a restart (what the source already logged)."""
+        ...
+
+    async def list_all(self) -> tuple[list[ObservedEvent], list[str | None]]:
+        """What changed since the log's facts, with idempotency keys (a relisting)."""
+        ...
+
+    async def watch(self, submit: Submit) -> None:
+        """Watch every kind and append each change through `submit` until cancelled."""
+        ...
+
+    async def run_election(self) -> None:
+        """Keep the leader-election lease (returns at once without leader election)."""
+        ...
+
+    @property
+    def leading(self) -> bool:
+        """Whether this replica may decide (always, without leader election)."""
+        ...
+
+    def leadership(self) -> tuple[bool | None, str]:
+        """(whether this replica leads, the lease holder), or (None, "") without leader election."""
         ...

@@ -39,10 +39,13 @@ if TYPE_CHECKING:
 
 
 class Readiness(Protocol):
-    """What the live view asks of the daemon that serves it: whether its cache caught up."""
+    """What the live view asks of the daemon that serves it: whether its cache caught up and,
+    with leader election, whether it leads."""
 
     @property
     def ready(self) -> bool: ...
+
+    def leadership(self) -> tuple[bool | None, str]: ...
 
 
 __all__ = ["LiveView", "ReadOnlyView", "StateReader", "job_detail"]
@@ -333,8 +336,7 @@ class LiveView(_ViewBase):
 
     def leadership(self) -> tuple[bool | None, str]:
         """(whether this replica leads, the lease holder), or (None, "") without leader election."""
-        ask = getattr(self._service, "leadership", None)
-        leading, leader = ask() if ask is not None else (None, "")
+        leading, leader = self._service.leadership()
         if leading is not None:
             self.metrics.set_leading(bool(leading))
         return leading, leader

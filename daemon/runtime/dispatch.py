@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
+from daemon.adapters.base import ReportingSink
 from store.events import (
     BindDecided,
     BindFailed,
@@ -105,7 +106,7 @@ class Dispatcher:
                     "decision.bind" if isinstance(ev, BindDecided) else "decision.evict",
                     outcome.reason,
                 )
-        report = getattr(self.sink, "report", None)
+        report = self.sink.report if isinstance(self.sink, ReportingSink) else None
         if report is not None:
             await self._report(
                 report, [(row.seq, row.event) for row in rows if isinstance(row.event, REPORTED)]

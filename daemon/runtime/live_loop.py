@@ -28,6 +28,7 @@ import anyio
 from store.events import ClockAdvanced, ObservedEvent
 
 if TYPE_CHECKING:
+    from daemon.adapters.base import LiveCluster
     from daemon.runtime.dispatch import Dispatcher
     from daemon.runtime.session_loop import CycleRunner
     from daemon.runtime.writer import Writer
@@ -42,7 +43,12 @@ def wall_ms() -> int:
 
 
 async def run_live(
-    service: Any, adapter: Any, writer: Writer, dispatcher: Dispatcher, runner: CycleRunner, event_log: Any
+    service: Any,
+    adapter: LiveCluster,
+    writer: Writer,
+    dispatcher: Dispatcher,
+    runner: CycleRunner,
+    event_log: Any,
 ) -> int:
     """List, watch and run cycles on a timer until SIGTERM/SIGINT; returns the exit code (0)."""
     period = service.settings.schedule_period

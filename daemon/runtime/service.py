@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 import anyio
 
+from daemon.adapters.base import LiveCluster
 from daemon.runtime.conf_watch import ConfWatcher
 from daemon.runtime.dispatch import Dispatcher
 from daemon.runtime.fault_injection import CrashAfterCommits, FaultInjection
@@ -122,7 +123,7 @@ class Service:
         # daemon holds or a port in use change nothing on disk.
         conf = ConfWatcher(s.scheduler_conf or None, strict=s.strict)
         adapter = self.adapter = self._make_adapter()
-        if not getattr(adapter, "live", False):
+        if not isinstance(adapter, LiveCluster):
             return await self._run_checked(conf, adapter)
         await self._connect(adapter)
         try:
@@ -163,9 +164,7 @@ class Service:
     def leadership(self) -> tuple[bool | None, str]:
         """With leader election: (whether this replica leads, the lease holder); else (None, "")."""
         adapter = self.adapter
-        if getattr(adapter, "elector", None) is None:
-            return None, ""
-        return bool(adapter.leading), str(adapter.leader)
+        return adapter.leadership() if isinstance(adapter, LiveCluster) else (None, "")
 
     async def _connect(self, adapter: Any) -> None:
         """A live adapter's credentials and server checks, before anything is created on disk."""
@@ -217,7 +216,7 @@ class Service:
             writer,
             adapter,
             batch=self.faults.dispatch_batch or 2000,
-            concurrency=getattr(adapter, "concurrency", 1),
+            concurrency=adapter.concurrency if isinstance(adapter, LiveCluster) else 1,
         )
         runner = CycleRunner(projection, conf, tracer_provider=self.tracer_provider)
         runner.cycle = projection.last_cycle
@@ -233,7 +232,7 @@ class Service:
                 await self._start_api(event_log, projection, writer, api_socket) if api_socket else None
             )
             try:
-                if getattr(adapter, "live", False):
+                if isinstance(adapter, LiveCluster):
                     return await run_live(self, adapter, writer, dispatcher, runner, event_log)
                 if lockstep.position().step is Step.LIST:
                     await writer.submit(await adapter.initial_events())

@@ -96,6 +96,9 @@ class FakeService:
     def __init__(self) -> None:
         self.ready = True
 
+    def leadership(self) -> tuple[bool | None, str]:
+        return None, ""
+
 
 class LiveFixture:
     """A LiveView over a log file with its writer task running (close() stops both)."""

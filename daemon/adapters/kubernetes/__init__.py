@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from daemon.adapters.base import Submit
 from daemon.adapters.kubernetes.client import (
     REQUIRED_PERMISSIONS,
     KubeApi,
@@ -28,7 +29,7 @@ from daemon.adapters.kubernetes.client import (
 )
 from daemon.adapters.kubernetes.leader import LeaseElector
 from daemon.adapters.kubernetes.sink import KubeSink
-from daemon.adapters.kubernetes.source import KubeSource, Submit
+from daemon.adapters.kubernetes.source import KubeSource
 from store.events import BindDecided, EvictDecided, ObservedEvent, OutcomeEvent
 from store.events.base import EventBase
 
@@ -65,9 +66,7 @@ def default_identity() -> str:
 
 
 class KubernetesCluster:
-    """A live cluster behind the Kubernetes API (see the package notes)."""
-
-    live = True
+    """A live cluster behind the Kubernetes API (see the package notes); a `LiveCluster`."""
 
     def __init__(
         self,
@@ -126,6 +125,12 @@ class KubernetesCluster:
     def leader(self) -> str:
         """The current holder of the lease ("" without leader election or when nobody holds it)."""
         return self.elector.holder if self.elector is not None else ""
+
+    def leadership(self) -> tuple[bool | None, str]:
+        """(whether this replica leads, the lease holder), or (None, "") without leader election."""
+        if self.elector is None:
+            return None, ""
+        return self.leading, self.leader
 
     async def may_act(self) -> bool:
         """Whether the sink may act now (waits a little for a late renewal; see leader.py)."""

@@ -20,13 +20,13 @@ import json
 import logging
 import time
 from collections import Counter
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import aiohttp
 import anyio
 
-from daemon.adapters.base import RESYNC_KINDS
+from daemon.adapters.base import RESYNC_KINDS, Submit
 from daemon.adapters.kubernetes.client import TRANSIENT_CODES, KubeApi, KubeTransientError, message_of
 from daemon.adapters.kubernetes.objects import (
     _DELETED,
@@ -46,7 +46,6 @@ from store.events.base import EventBase
 log = logging.getLogger("fumarole.kubernetes.source")
 
 SOURCE = "kubernetes"
-Submit = Callable[[list[ObservedEvent], list[str | None]], Awaitable[Any]]
 
 
 def wall_ms() -> int:
