@@ -6,7 +6,7 @@ import argparse
 import sys
 from typing import Any
 
-from daemon.cli.exits import EXIT_BAD_INPUT, EXIT_OK
+from daemon.cli.exits import EXIT_OK, bad_input
 
 
 def add_parsers(sub: Any) -> None:
@@ -50,11 +50,6 @@ def add_parsers(sub: Any) -> None:
     e.set_defaults(func=cmd_events)
 
 
-def _error(msg: str) -> int:
-    print(f"fumarole: error: {msg}", file=sys.stderr)
-    return EXIT_BAD_INPUT
-
-
 def cmd_migrate(args: argparse.Namespace) -> int:
     from pathlib import Path
 
@@ -65,18 +60,18 @@ def cmd_migrate(args: argparse.Namespace) -> int:
     parent = Path(args.db).parent
     if not parent.is_dir():
         what = f"{parent} is not a directory" if parent.exists() else f"the directory {parent} does not exist"
-        return _error(f"{args.db}: {what} (migrate creates the file, not its directory)")
+        return bad_input(f"{args.db}: {what} (migrate creates the file, not its directory)")
     try:
         check_unlocked(args.db)
     except LogLockedError as e:
-        return _error(f"{e}; stop the daemon that writes it before migrating")
+        return bad_input(f"{e}; stop the daemon that writes it before migrating")
     except LogError as e:
-        return _error(str(e))
+        return bad_input(str(e))
     try:
         applied = migrate(args.db)
         version = load_migrations()[-1].version
     except MigrationError as e:
-        return _error(str(e))
+        return bad_input(str(e))
     if applied:
         print(f"{args.db}: applied migration(s) {', '.join(map(str, applied))}; schema version {version}")
     else:
@@ -96,13 +91,13 @@ def cmd_events(args: argparse.Namespace) -> int:
         unknown = [t for t in types if t not in EVENT_TYPES]
         if unknown:
             known = ", ".join(sorted(EVENT_TYPES))
-            return _error(f"--type: unknown event type(s) {', '.join(unknown)} (known: {known})")
+            return bad_input(f"--type: unknown event type(s) {', '.join(unknown)} (known: {known})")
     if args.limit is not None and args.limit < 0:
-        return _error("--limit: must be 0 or more")
+        return bad_input("--limit: must be 0 or more")
     try:
         anyio.run(_dump, args.db, args.since, types, args.limit)
     except LogError as e:
-        return _error(str(e))
+        return bad_input(str(e))
     return EXIT_OK
 
 

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from api.types import JobDetail, JobHistory
-from daemon.cli.exits import EXIT_BAD_INPUT, EXIT_OK
+from daemon.cli.exits import EXIT_OK, bad_input
 
 EXIT_UNKNOWN = 1
 
@@ -43,11 +43,6 @@ def add_parser(sub: Any) -> None:
     e.set_defaults(func=cmd_explain)
 
 
-def _error(msg: str) -> int:
-    print(f"fumarole: error: {msg}", file=sys.stderr)
-    return EXIT_BAD_INPUT
-
-
 def cmd_explain(args: argparse.Namespace) -> int:
     import anyio
     import msgspec
@@ -56,13 +51,13 @@ def cmd_explain(args: argparse.Namespace) -> int:
 
     ns, sep, name = args.job.partition("/")
     if not sep or not ns or not name or "/" in name:
-        return _error(f"{args.job!r}: expected <namespace>/<job>")
+        return bad_input(f"{args.job!r}: expected <namespace>/<job>")
     if not Path(args.db).is_file():
-        return _error(f"{args.db}: no such file")
+        return bad_input(f"{args.db}: no such file")
     try:
         detail = anyio.run(_explain, args.db, ns, name)
     except LogError as e:
-        return _error(str(e))
+        return bad_input(str(e))
     if detail is None:
         print(f"fumarole: job {ns}/{name} is not known in {args.db}", file=sys.stderr)
         return EXIT_UNKNOWN

@@ -11,7 +11,7 @@ import sys
 from collections.abc import Sequence
 
 from daemon.cli import eventlog, explain, replay, run, schedule, serve
-from daemon.cli.exits import EXIT_BAD_INPUT, EXIT_OK, InputError
+from daemon.cli.exits import EXIT_OK, InputError, bad_input
 
 
 def _version() -> str:
@@ -51,8 +51,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         rc: int = args.func(args)
     except (InputError, ManifestError, ConfError) as e:
-        print(f"fumarole: error: {e}", file=sys.stderr)
-        return EXIT_BAD_INPUT
+        return bad_input(str(e))
     except BrokenPipeError:
         return EXIT_OK
     return rc

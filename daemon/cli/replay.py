@@ -18,7 +18,7 @@ from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
 from typing import Any
 
-from daemon.cli.exits import EXIT_BAD_INPUT, EXIT_DIFFERENT, EXIT_OK
+from daemon.cli.exits import EXIT_DIFFERENT, EXIT_OK, bad_input
 
 __all__ = ["add_parser", "cmd_replay", "report_json", "report_table"]
 
@@ -77,11 +77,6 @@ def add_parser(sub: Any) -> None:
     r.set_defaults(func=cmd_replay)
 
 
-def _error(msg: str) -> int:
-    print(f"fumarole: error: {msg}", file=sys.stderr)
-    return EXIT_BAD_INPUT
-
-
 def cmd_replay(args: argparse.Namespace) -> int:
     import anyio
 
@@ -91,31 +86,31 @@ def cmd_replay(args: argparse.Namespace) -> int:
     from store.log import LogError
 
     if args.from_seq < 1:
-        return _error("--from: must be 1 or more")
+        return bad_input("--from: must be 1 or more")
     if args.to_seq is not None and args.to_seq < args.from_seq:
-        return _error("--to: must not be below --from")
+        return bad_input("--to: must not be below --from")
     if not Path(args.db).is_file():
-        return _error(f"{args.db}: no such file")
+        return bad_input(f"{args.db}: no such file")
     alternative = None
     alt_hash = ""
     if args.conf:
         try:
             text = Path(args.conf).read_text(encoding="utf-8")
         except (OSError, UnicodeDecodeError) as e:
-            return _error(f"{args.conf}: cannot read the scheduler configuration: {e}")
+            return bad_input(f"{args.conf}: cannot read the scheduler configuration: {e}")
         try:
             alternative = parse_scheduler_conf(text, args.conf, strict=args.strict)
         except ConfError as e:
-            return _error(str(e))
+            return bad_input(str(e))
         for w in alternative.warnings:
             print(f"warning: {w}", file=sys.stderr)
         alt_hash = conf_hash(text)
     try:
         report = anyio.run(_run, args.db, alternative, alt_hash, args.from_seq, args.to_seq)
     except LogError as e:
-        return _error(str(e))
+        return bad_input(str(e))
     except (ReplayError, ConfError) as e:
-        return _error(str(e))
+        return bad_input(str(e))
     if args.format == "json":
         sys.stdout.write(json.dumps(report_json(report, args.db), separators=(",", ":")) + "\n")
     else:

@@ -8,7 +8,7 @@ import os
 import sys
 from typing import Any
 
-from daemon.cli.exits import EXIT_BAD_INPUT, EXIT_FAILED
+from daemon.cli.exits import EXIT_FAILED, bad_input
 
 
 def add_parser(sub: Any) -> None:
@@ -125,15 +125,13 @@ def cmd_run(args: argparse.Namespace) -> int:
         settings = load_settings(args.config or os.environ.get("FUMAROLE_CONFIG"), os.environ, flags)
         tracer_provider = make_tracer_provider()
     except (SettingsError, ValueError) as e:
-        print(f"fumarole: error: {e}", file=sys.stderr)
-        return EXIT_BAD_INPUT
+        return bad_input(str(e))
     configure_logging(settings.log_level, settings.log_format)
     service = Service(settings, tracer_provider=tracer_provider)
     try:
         rc: int = anyio.run(service.run, backend="asyncio")
     except (ServiceError, ConfError, ManifestError, LogError) as e:
-        print(f"fumarole: error: {e}", file=sys.stderr)
-        return EXIT_BAD_INPUT
+        return bad_input(str(e))
     except OSError as e:
         logging.getLogger("fumarole").error("stopped: %s", e)
         print(f"fumarole: error: {e}", file=sys.stderr)

@@ -17,7 +17,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from daemon.cli.exits import EXIT_BAD_INPUT, EXIT_OK
+from daemon.cli.exits import EXIT_BAD_INPUT, EXIT_OK, bad_input
 from daemon.runtime.listen import ListenError, bind_error, bind_listen
 
 __all__ = ["add_parser", "cmd_serve"]
@@ -53,11 +53,6 @@ def add_parser(sub: Any) -> None:
     s.set_defaults(func=cmd_serve)
 
 
-def _error(msg: str) -> int:
-    print(f"fumarole: error: {msg}", file=sys.stderr)
-    return EXIT_BAD_INPUT
-
-
 # ----------------------------------------------------------------------------- serve
 
 
@@ -74,15 +69,15 @@ def cmd_serve(args: argparse.Namespace) -> int:
     try:
         host, port = split_listen(args.listen)
     except SettingsError as e:
-        return _error(str(e))
+        return bad_input(str(e))
     if not is_loopback(host) and not args.allow_remote:
-        return _error(
+        return bad_input(
             f"--listen {args.listen} is beyond loopback; pass --allow-remote to ask for it explicitly"
         )
     if args.workers < 1:
-        return _error(f"--workers must be at least 1, got {args.workers}")
+        return bad_input(f"--workers must be at least 1, got {args.workers}")
     if not Path(args.db).is_file():
-        return _error(f"{args.db}: no such file")
+        return bad_input(f"{args.db}: no such file")
     if args.workers > 1 and not args.worker_of:
         return _supervise(args.db, host, port, args.workers)
     sock = None
@@ -90,11 +85,11 @@ def cmd_serve(args: argparse.Namespace) -> int:
         try:
             sock = bind_listen(host, port)
         except ListenError as e:
-            return _error(str(e))
+            return bad_input(str(e))
     try:
         anyio.run(_serve, args.db, host, port, args.worker_of, sock)
     except LogError as e:
-        return _error(str(e))
+        return bad_input(str(e))
     except OSError as e:
         print(f"fumarole: error: {e}", file=sys.stderr)
         return 1
@@ -209,7 +204,7 @@ def _supervise(db: str, host: str, port: int, workers: int) -> int:
     try:
         reserved = _reserve_port(host, port)
     except OSError as e:
-        return _error(str(bind_error(host, port, e)))
+        return bad_input(str(bind_error(host, port, e)))
     port = int(reserved.getsockname()[1])
     listen = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
     received: list[int] = []
