@@ -394,16 +394,7 @@ class FakeWrites:
         new["spec"]["nodeName"] = target["name"]
         if meta.get("annotations"):
             new["metadata"].setdefault("annotations", {}).update(meta["annotations"])
-        conds = [c for c in new["status"].get("conditions", []) if c.get("type") != "PodScheduled"]
-        conds.append(
-            {
-                "type": "PodScheduled",
-                "status": "True",
-                "lastProbeTime": None,
-                "lastTransitionTime": now_rfc3339(),
-            }
-        )
-        new["status"]["conditions"] = conds
+        set_condition(new, {"type": "PodScheduled", "status": "True"})
         self._stamp(res, new, None, "Update")
         self.store.objects[res][(ns, name)] = new
         self.store.emit(res, ns, "MODIFIED", new)
@@ -420,23 +411,25 @@ class FakeWrites:
                 when = dt.datetime.now(dt.UTC) + dt.timedelta(seconds=grace)
                 new["metadata"]["deletionTimestamp"] = when.strftime("%Y-%m-%dT%H:%M:%SZ")
                 new["metadata"]["deletionGracePeriodSeconds"] = grace
-                conds = [
-                    c for c in new["status"].get("conditions", []) if c.get("type") != "DisruptionTarget"
-                ]
-                conds.append(
+                set_condition(
+                    new,
                     {
                         "type": "DisruptionTarget",
                         "status": "True",
                         "reason": "EvictionByEvictionAPI",
                         "message": "Eviction API: evicting",
-                        "lastProbeTime": None,
-                        "lastTransitionTime": now_rfc3339(),
-                    }
+                    },
                 )
-                new["status"]["conditions"] = conds
                 self._stamp(res, new, None, "Update")
                 self.store.objects[res][(ns, name)] = new
                 self.store.emit(res, ns, "MODIFIED", new)
         else:
             self._remove(res, ns, name)
         return web.json_response(status(201, "", ""), status=201)
+
+
+def set_condition(pod: dict[str, Any], condition: dict[str, Any]) -> None:
+    """Replace (or add) the pod's condition of that type, stamped now, as the API server does."""
+    kept = [c for c in pod["status"].get("conditions", []) if c.get("type") != condition["type"]]
+    kept.append({**condition, "lastProbeTime": None, "lastTransitionTime": now_rfc3339()})
+    pod["status"]["conditions"] = kept
