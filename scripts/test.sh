@@ -11,6 +11,11 @@ cd "$ROOT"
 source "$ROOT/scripts/venv.sh"
 fumarole_venv "$ROOT"
 
+# --- Debian packages the tests need (requirements/debian.txt), installed when missing ----------
+# shellcheck source=scripts/system.sh
+source "$ROOT/scripts/system.sh"
+fumarole_system_packages "$ROOT"
+
 # --- checks ----------------------------------------------------------------------------------
 FAILED=()
 
