@@ -28,6 +28,7 @@ from api.types import (
     QueueList,
     Ready,
 )
+from api.ui import DEFAULT_JAEGER_URL, mount_dashboard
 from api.view import DaemonView
 from store.codec import current_version
 from store.events import EVENT_TYPES, CycleClosed, CycleOpened
@@ -196,9 +197,24 @@ def _cycle_row(seq: int, opened: CycleOpened, closed: CycleClosed | None) -> Cyc
     )
 
 
+def _latest_since(view: DaemonView, latest: int) -> int:
+    """The seq of the oldest of the `latest` newest cycles (through the decision index)."""
+    last = view.last_cycle()
+    for cid in range(max(1, last - latest + 1), last + 1):
+        head = view.decisions(cycle=cid, types=("cycle.opened",), limit=1)
+        if head:
+            return head[0].seq
+    return MAX_INT  # no cycle yet: an empty page
+
+
 async def cycles(request: web.Request) -> web.Response:
     view = request.app[VIEW_KEY]
     since, limit = _since(request), _limit(request)
+    latest = _int(request, "latest", None, lo=1, hi=MAX_LIMIT)
+    if latest is not None:
+        if request.query.get("since"):
+            raise BadRequest("pass either since or latest, not both", "query.latest")
+        since, limit = _latest_since(view, latest), latest
     opened = await view.event_log.read(since, limit, types=["cycle.opened"])
     closed: dict[int, CycleClosed] = {}
     if opened:
@@ -405,10 +421,17 @@ async def node(request: web.Request) -> web.Response:
 
 
 def build_app(
-    view: DaemonView, *, token: str = "", max_body_bytes: int = 1_048_576, worker: str = ""
+    view: DaemonView,
+    *,
+    token: str = "",
+    max_body_bytes: int = 1_048_576,
+    worker: str = "",
+    dashboard: bool = True,
+    jaeger_url: str = DEFAULT_JAEGER_URL,
 ) -> web.Application:
     """The API over `view`; POST /v1/events needs `token` as a bearer token ("" = writes refused);
-    a non-empty `worker` (the serving process's id) is sent back by GET /healthz as X-Fumarole-Worker."""
+    a non-empty `worker` (the serving process's id) is sent back by GET /healthz as X-Fumarole-Worker;
+    `dashboard` mounts the web dashboard at /ui/ (api/ui), its cycle pages linking to `jaeger_url`."""
     app = web.Application(client_max_size=max_body_bytes, middlewares=[_errors])
     app[VIEW_KEY] = view
     app[TOKEN_KEY] = token
@@ -430,4 +453,6 @@ def build_app(
     r.add_get("/v1/queues/{name}", queue)
     r.add_get("/v1/nodes", nodes)
     r.add_get("/v1/nodes/{name}", node)
+    if dashboard:
+        mount_dashboard(app, view, jaeger_url=jaeger_url)
     return app

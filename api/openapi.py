@@ -140,7 +140,15 @@ def openapi_document() -> dict[str, Any]:
         "/v1/cycles": _get(
             "cycles, keyset paged by log sequence",
             _json(CyclePage, "a page of cycles"),
-            [_SINCE, _limit(1000)],
+            [
+                _SINCE,
+                _limit(1000),
+                _q(
+                    "latest",
+                    "the newest N cycles, oldest first (instead of since; limit is then N)",
+                    {"type": "integer", "minimum": 1, "maximum": 1000},
+                ),
+            ],
         ),
         "/v1/cycles/{id}": _get(
             "one cycle and its decisions",

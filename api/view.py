@@ -38,6 +38,10 @@ class DaemonView(Protocol):
         """The last log sequence folded into the projection."""
         ...
 
+    def last_cycle(self) -> int:
+        """The number of the newest cycle folded into the projection (0 before the first)."""
+        ...
+
     @property
     def writable(self) -> bool:
         """False for a read-only view (`fumarole serve`): ingest is refused."""

@@ -49,6 +49,12 @@ def add_parser(sub: Any) -> None:
         metavar="N",
         help="worker processes sharing the port with SO_REUSEPORT, each with its own projection (default 1)",
     )
+    s.add_argument(
+        "--jaeger-url",
+        metavar="URL",
+        help="the Jaeger UI the dashboard's cycle pages link to (default $FUMAROLE_JAEGER_URL, "
+        "else http://localhost:16686)",
+    )
     s.add_argument("--worker-of", type=int, default=0, help=argparse.SUPPRESS)  # internal: supervisor pid
     s.set_defaults(func=cmd_serve)
 
@@ -61,13 +67,21 @@ STOP_GRACE_S = 30.0
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
+    import os
+
     import anyio
 
-    from daemon.runtime.settings import SettingsError, is_loopback, split_listen
+    from daemon.runtime.settings import SettingsError, check_jaeger_url, is_loopback, split_listen
     from store.log import LogError
 
     try:
         host, port = split_listen(args.listen)
+        if args.jaeger_url is not None:
+            jaeger_url = check_jaeger_url(args.jaeger_url, "--jaeger-url")
+        else:
+            jaeger_url = check_jaeger_url(
+                os.environ.get("FUMAROLE_JAEGER_URL", "http://localhost:16686"), "FUMAROLE_JAEGER_URL"
+            )
     except SettingsError as e:
         return bad_input(str(e))
     if not is_loopback(host) and not args.allow_remote:
@@ -79,7 +93,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     if not Path(args.db).is_file():
         return bad_input(f"{args.db}: no such file")
     if args.workers > 1 and not args.worker_of:
-        return _supervise(args.db, host, port, args.workers)
+        return _supervise(args.db, host, port, args.workers, jaeger_url)
     sock = None
     if not args.worker_of:  # a worker listens with SO_REUSEPORT on the supervisor's port instead
         try:
@@ -87,7 +101,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         except ListenError as e:
             return bad_input(str(e))
     try:
-        anyio.run(_serve, args.db, host, port, args.worker_of, sock)
+        anyio.run(_serve, args.db, host, port, args.worker_of, sock, jaeger_url)
     except LogError as e:
         return bad_input(str(e))
     except OSError as e:
@@ -100,7 +114,12 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
 
 async def _serve(
-    db: str, host: str, port: int, worker_of: int = 0, sock: socket.socket | None = None
+    db: str,
+    host: str,
+    port: int,
+    worker_of: int = 0,
+    sock: socket.socket | None = None,
+    jaeger_url: str = "http://localhost:16686",
 ) -> None:
     """One server process: the whole API over its own projection of the log.  A worker
     (`worker_of` = the supervisor's pid) listens with SO_REUSEPORT, tells the supervisor it is
@@ -118,7 +137,8 @@ async def _serve(
     if worker_of:
         signal.signal(signal.SIGINT, signal.SIG_IGN)  # a terminal's ^C reaches the supervisor too
     view = await ReadOnlyView.open(db)
-    runner = web.AppRunner(build_app(view, worker=str(os.getpid())), access_log=None)
+    app = build_app(view, worker=str(os.getpid()), jaeger_url=jaeger_url)
+    runner = web.AppRunner(app, access_log=None)
     try:
         await runner.setup()
         site: web.BaseSite
@@ -191,7 +211,7 @@ def _describe_exit(rc: int) -> str:
     return f"exited with code {rc}"
 
 
-def _supervise(db: str, host: str, port: int, workers: int) -> int:
+def _supervise(db: str, host: str, port: int, workers: int, jaeger_url: str) -> int:
     """`fumarole serve --workers N`: start N workers on one SO_REUSEPORT port, announce the address
     once all are ready, forward SIGTERM/SIGINT (exit 0 once they stopped); a worker that exits on its
     own stops the others (exit 1; 2 when a worker refused its input during start-up)."""
@@ -215,6 +235,7 @@ def _supervise(db: str, host: str, port: int, workers: int) -> int:
     previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGTERM, signal.SIGINT)}
     cmd = [sys.executable, "-m", "daemon.cli", "serve", "--db", db, "--listen", listen]
     cmd += ["--allow-remote", "--worker-of", str(os.getpid())]  # the supervisor checked --listen
+    cmd += ["--jaeger-url", jaeger_url]
     procs: list[subprocess.Popen[bytes]] = []
     sel = selectors.DefaultSelector()
     try:

@@ -262,6 +262,9 @@ class _ViewBase:
     def projection(self) -> Projection:
         return self._projection
 
+    def last_cycle(self) -> int:
+        return int(self._projection.last_cycle)
+
     def jobs(self, *, queue: str | None = None, phase: str | None = None) -> list[JobRow]:
         return self.state.jobs(queue=queue, phase=phase)
 

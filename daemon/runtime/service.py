@@ -398,7 +398,12 @@ class Service:
         from daemon.runtime.api_view import LiveView
 
         view = LiveView(self, event_log, projection, writer)
-        app = build_app(view, token=self.settings.api_token, max_body_bytes=self.settings.max_body_bytes)
+        app = build_app(
+            view,
+            token=self.settings.api_token,
+            max_body_bytes=self.settings.max_body_bytes,
+            jaeger_url=self.settings.jaeger_url,
+        )
         runner = web.AppRunner(app, access_log=None)
         await runner.setup()
         site = web.SockSite(runner, sock)  # bound during the start-up checks (daemon/runtime/listen.py)

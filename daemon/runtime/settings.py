@@ -37,6 +37,7 @@ class Settings(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     max_cycles: int = 100_000  # simulator safety horizon: stop with an error past this many cycles
     api_token: str = ""  # bearer token for write endpoints ("" = writes refused)
     max_body_bytes: int = 1_048_576
+    jaeger_url: str = "http://localhost:16686"  # the dashboard's cycle pages link to {jaeger_url}/trace/<id>
     log_level: Literal["debug", "info", "warning", "error"] = "info"
     log_format: Literal["json", "text"] = "text"
     progress_every: float = 1.0  # wall seconds between progress lines
@@ -145,7 +146,18 @@ def is_loopback(host: str) -> bool:
         return False
 
 
+def check_jaeger_url(url: str, where: str = "jaeger_url") -> str:
+    """The Jaeger UI's base URL, checked: http(s)://host[:port][/path], no query."""
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(url.strip())
+    if parts.scheme not in ("http", "https") or not parts.netloc or parts.query or parts.fragment:
+        raise SettingsError(f"{where}: {url!r} is not an http(s) base URL like http://localhost:16686")
+    return url.strip().rstrip("/")
+
+
 def check_settings(s: Settings) -> None:
+    check_jaeger_url(s.jaeger_url)
     if s.schedule_period <= 0:
         raise SettingsError(f"schedule_period: must be positive, got {s.schedule_period}")
     if s.snapshot_every < 1:

@@ -1,0 +1,78 @@
+"""The read-only web dashboard at /ui/: its routes, its page shell and its static assets (no build step).
+
+`mount_dashboard(app, view, jaeger_url=…)` adds to the API's application:
+
+* GET /ui/ and every GET /ui/<page> — the one HTML shell (api/ui/assets/index.html, with the Jaeger
+  base URL in a <meta> tag); the ES modules under /ui/assets/ draw the page from the API's JSON;
+* GET /ui/assets/<file> — the modules, the style sheet and the icon, shipped as package data;
+* GET /ui/live — server-sent events from the log's tail (api/ui/live.py).
+
+The dashboard is served by the same application as the API, so it has the same rules: reads need
+no token, and the server listens beyond loopback only when asked to (--allow-remote).
+"""
+
+from __future__ import annotations
+
+import html
+from pathlib import Path
+
+from aiohttp import web
+
+from api.ui.live import LiveFeed, stream_handler
+from api.view import DaemonView
+
+__all__ = ["ASSETS", "DEFAULT_JAEGER_URL", "FEED_KEY", "mount_dashboard"]
+
+ASSETS = Path(__file__).resolve().parent / "assets"
+DEFAULT_JAEGER_URL = "http://localhost:16686"
+FEED_KEY: web.AppKey[LiveFeed] = web.AppKey("ui_feed", LiveFeed)
+_CSP = (
+    "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
+    "connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'"
+)
+_HEADERS = {
+    "Content-Security-Policy": _CSP,
+    "X-Content-Type-Options": "nosniff",
+    "Referrer-Policy": "no-referrer",
+    "Cache-Control": "no-cache",
+}
+
+
+def render_shell(jaeger_url: str) -> bytes:
+    """The HTML shell every page shares, with the Jaeger base URL filled in."""
+    text = (ASSETS / "index.html").read_text(encoding="utf-8")
+    return text.replace("{{JAEGER_URL}}", html.escape(jaeger_url.rstrip("/"), quote=True)).encode()
+
+
+def mount_dashboard(app: web.Application, view: DaemonView, *, jaeger_url: str = DEFAULT_JAEGER_URL) -> None:
+    """Add /ui/, /ui/assets/ and /ui/live to `app` (see the module docstring)."""
+    shell = render_shell(jaeger_url)
+    feed = LiveFeed(view.event_log)
+    app[FEED_KEY] = feed
+
+    async def page(request: web.Request) -> web.Response:
+        return web.Response(body=shell, content_type="text/html", charset="utf-8", headers=_HEADERS)
+
+    async def to_root(request: web.Request) -> web.StreamResponse:
+        raise web.HTTPFound("/ui/")
+
+    async def live(request: web.Request) -> web.StreamResponse:
+        hello = {"last_cycle": view.last_cycle(), "folded_seq": view.folded_seq()}
+        return await stream_handler(request, feed, hello)
+
+    async def close_feed(app: web.Application) -> None:
+        await feed.close()
+
+    async def asset_headers(request: web.Request, response: web.StreamResponse) -> None:
+        if request.path.startswith("/ui/assets/"):
+            response.headers.setdefault("Cache-Control", "no-cache")
+            response.headers.setdefault("X-Content-Type-Options", "nosniff")
+
+    app.on_shutdown.append(close_feed)
+    app.on_response_prepare.append(asset_headers)
+    r = app.router
+    r.add_get("/ui", to_root)
+    r.add_get("/ui/live", live)
+    r.add_static("/ui/assets", ASSETS, append_version=False)
+    r.add_get("/ui/", page)
+    r.add_get("/ui/{page:.*}", page)

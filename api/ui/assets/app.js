@@ -1,0 +1,162 @@
+// The dashboard shell: a router over /ui/<page> (History API), the live feed (server-sent events
+// from /ui/live) and the life cycle of the current page (render, live updates, refresh, teardown).
+
+import { clear, el } from "./util.js";
+
+const PAGES = [
+  [/^$/, "queues"],
+  [/^queues$/, "queues"],
+  [/^jobs$/, "jobs"],
+  [/^jobs\/([^/]+)\/([^/]+)$/, "job"],
+  [/^cycles$/, "cycles"],
+  [/^cycles\/([0-9]+)$/, "cycle"],
+  [/^nodes$/, "nodes"],
+];
+const REFRESH_MIN_MS = 2000; // a page re-reads the API at most this often on live cycles
+
+const main = document.getElementById("main");
+const status = document.getElementById("live-status");
+export const config = {
+  jaegerUrl: document.querySelector('meta[name="fumarole-jaeger-url"]')?.content || "http://localhost:16686",
+};
+
+let current = null; // {name, page, controller, lastRefresh, pendingRefresh, renderMs}
+let lastCycle = 0;
+let generation = 0;
+
+function route(pathname) {
+  const tail = pathname.replace(/^\/ui\/?/, "").replace(/\/$/, "");
+  for (const [re, name] of PAGES) {
+    const m = re.exec(tail);
+    if (m) return { name, params: m.slice(1).map(decodeURIComponent) };
+  }
+  return { name: "missing", params: [tail] };
+}
+
+export function navigate(href, { replace = false } = {}) {
+  const url = new URL(href, location.href);
+  if (replace) history.replaceState(null, "", url);
+  else history.pushState(null, "", url);
+  show();
+}
+
+/** Change the page's query string without a new history entry or a reload of the page. */
+export function setQuery(values) {
+  const url = new URL(location.href);
+  for (const [k, v] of Object.entries(values)) {
+    if (v === "" || v === null || v === undefined) url.searchParams.delete(k);
+    else url.searchParams.set(k, String(v));
+  }
+  history.replaceState(null, "", url);
+}
+
+async function show() {
+  const gen = ++generation;
+  const t0 = performance.now();
+  if (current) {
+    current.controller.abort();
+    current.page?.destroy?.();
+  }
+  const { name, params } = route(location.pathname);
+  for (const a of document.querySelectorAll("[data-nav]")) {
+    const on = a.dataset.nav === name || a.dataset.nav === `${name}s`;
+    if (on) a.setAttribute("aria-current", "page");
+    else a.removeAttribute("aria-current");
+  }
+  delete main.dataset.ready;
+  clear(main).append(el("p", { class: "loading", text: "Loading…" }));
+  const controller = new AbortController();
+  current = { name, page: null, controller, lastRefresh: performance.now(), pendingRefresh: null };
+  try {
+    const module = await import(`./pages/${name === "missing" ? "missing" : name}.js`);
+    const ctx = {
+      params, query: new URLSearchParams(location.search), signal: controller.signal, config, lastCycle,
+    };
+    const page = await module.render(main, ctx);
+    if (gen !== generation) return;
+    current.page = page || {};
+    markReady(t0);
+  } catch (err) {
+    if (gen !== generation || err.name === "AbortError") return;
+    clear(main).append(el("div", { class: "error", role: "alert" },
+      el("h1", { text: "Could not load this page" }), el("p", { text: String(err.message || err) })));
+    main.dataset.ready = "error";
+  }
+}
+
+let firstShow = true;
+
+function markReady(t0) {
+  const now = performance.now();
+  // render time: from the start of the navigation (first load: HTML, modules, API reads, drawing)
+  // or of the route change
+  main.dataset.renderMs = String(Math.round(firstShow ? now : now - t0));
+  firstShow = false;
+  main.dataset.ready = "1";
+  current.renderMs = now - t0;
+  performance.mark("fumarole:rendered");
+}
+
+async function refresh() {
+  const c = current;
+  if (!c || !c.page?.refresh || c.refreshing) return;
+  c.refreshing = true;
+  c.lastRefresh = performance.now();
+  try {
+    await c.page.refresh();
+  } catch (err) {
+    if (err.name !== "AbortError") console.warn("refresh failed:", err.message || err);
+  } finally {
+    c.refreshing = false;
+  }
+}
+
+function scheduleRefresh() {
+  const c = current;
+  if (!c || !c.page?.refresh || c.pendingRefresh || document.hidden) return;
+  // big pages re-read less often: at least 10 times their own render time apart
+  const gap = Math.max(REFRESH_MIN_MS, 10 * (c.renderMs || 0));
+  const wait = Math.max(0, c.lastRefresh + gap - performance.now());
+  c.pendingRefresh = setTimeout(() => { c.pendingRefresh = null; if (c === current) refresh(); }, wait);
+}
+
+// ---------------------------------------------------------------- live feed
+
+function connect() {
+  const source = new EventSource("/ui/live");
+  source.addEventListener("hello", (e) => {
+    const hello = JSON.parse(e.data);
+    lastCycle = hello.last_cycle;
+    status.textContent = `live · cycle ${lastCycle}`;
+    status.dataset.state = "live";
+  });
+  source.addEventListener("cycle", (e) => {
+    const row = JSON.parse(e.data);
+    lastCycle = Math.max(lastCycle, row.cycle);
+    status.textContent = `live · cycle ${lastCycle}`;
+    status.dataset.state = "live";
+    current?.page?.onCycle?.(row);
+    scheduleRefresh();
+  });
+  source.addEventListener("resync", () => scheduleRefresh());
+  source.addEventListener("error", () => {
+    status.textContent = "reconnecting…";
+    status.dataset.state = "down";
+  });
+  return source;
+}
+
+document.addEventListener("click", (e) => {
+  const a = e.target.closest?.("a[href]");
+  if (!a || e.defaultPrevented || e.button !== 0 || e.metaKey || e.ctrlKey || e.shiftKey || e.altKey) return;
+  if (a.target || a.origin !== location.origin || !a.pathname.startsWith("/ui/") || a.pathname.startsWith("/ui/assets/")) return;
+  e.preventDefault();
+  navigate(a.href);
+  main.focus({ preventScroll: true });
+  window.scrollTo(0, 0);
+});
+window.addEventListener("popstate", show);
+document.addEventListener("visibilitychange", () => { if (!document.hidden) scheduleRefresh(); });
+
+connect();
+show();

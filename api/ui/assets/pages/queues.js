@@ -1,0 +1,80 @@
+// Queues: the hierarchy (capacity) or the flat list (proportion), resources as bars, sortable.
+
+import { resourceBar, fractionBar } from "../charts.js";
+import { setQuery } from "../app.js";
+import { clear, compare, el, getJSON, heading, link, sortableTable } from "../util.js";
+
+const RESOURCE_KEYS = ["allocated", "deserved", "capability", "guarantee", "real_capability"];
+
+export async function render(main, ctx) {
+  const sort = { key: ctx.query.get("sort") || "name", desc: ctx.query.get("desc") === "1" };
+  const body = el("div");
+  let data = null;
+
+  async function load() {
+    const [queues, jobs] = await Promise.all([getJSON("/v1/queues", ctx.signal), getJSON("/v1/jobs", ctx.signal)]);
+    const counts = new Map();
+    for (const j of jobs.items) {
+      const c = counts.get(j.queue) || { pending: 0, running: 0, jobs: 0 };
+      c.jobs++;
+      if (j.pending) c.pending++;
+      if (j.phase === "Running") c.running++;
+      counts.set(j.queue, c);
+    }
+    data = { queues: queues.items, counts, folded: queues.folded_seq };
+  }
+
+  function draw() {
+    const { queues, counts } = data;
+    const byName = new Map(queues.map((q) => [q.name, q]));
+    const hierarchical = queues.some((q) => q.parent && byName.has(q.parent));
+    const resources = [...new Set(queues.flatMap((q) => RESOURCE_KEYS.flatMap((k) => Object.keys(q[k] || {}))))].sort();
+    const cnt = (q) => counts.get(q.name) || { pending: 0, running: 0, jobs: 0 };
+    const columns = [
+      { key: "name", label: "Queue", value: (q) => q.name, render: (q) => el("span", { class: "tree", style: { paddingLeft: `${q._depth * 1.2}em` } }, q._depth ? "└ " : "", link(`/ui/jobs?queue=${encodeURIComponent(q.name)}`, q.name)) },
+      { key: "state", label: "State", value: (q) => q.state, render: (q) => el("span", { class: `badge state-${q.state.toLowerCase()}`, text: q.state }) },
+      { key: "weight", label: "Weight", value: (q) => q.weight, numeric: true },
+      { key: "share", label: "Share", value: (q) => q.share, numeric: true, render: (q) => fractionBar(q.share, "share") },
+      { key: "pending", label: "Pending jobs", value: (q) => cnt(q).pending, numeric: true, render: (q) => link(`/ui/jobs?queue=${encodeURIComponent(q.name)}&pending=1`, String(cnt(q).pending)) },
+      { key: "running", label: "Running jobs", value: (q) => cnt(q).running, numeric: true },
+      { key: "resources", label: "Allocated / deserved per resource", render: (q) => el("div", { class: "resources" }, resources.filter((r) => RESOURCE_KEYS.some((k) => q[k] && r in q[k])).map((r) => resourceBar(r, q))) },
+    ];
+    const col = columns.find((c) => c.key === sort.key && c.value) || columns[0];
+    const cmp = compare(col.value, sort.desc);
+    let rows;
+    if (hierarchical) {
+      const children = new Map();
+      for (const q of queues) {
+        const p = q.parent && byName.has(q.parent) && q.parent !== q.name ? q.parent : "";
+        if (!children.has(p)) children.set(p, []);
+        children.get(p).push(q);
+      }
+      rows = [];
+      const seen = new Set();
+      const walk = (parent, depth) => {
+        for (const q of (children.get(parent) || []).sort(cmp)) {
+          if (seen.has(q.name)) continue;
+          seen.add(q.name);
+          rows.push({ ...q, _depth: depth });
+          walk(q.name, depth + 1);
+        }
+      };
+      walk("", 0);
+    } else {
+      rows = queues.map((q) => ({ ...q, _depth: 0 })).sort(cmp);
+    }
+    clear(body).append(
+      el("p", { class: "muted" }, hierarchical ? "Hierarchical queues (capacity plugin): children under their parent, sorted among siblings." : "Flat queues (proportion plugin).",
+        " Bars: allocated (fill, red past deserved), deserved (dark tick), guarantee (green tick), scaled to the capability."),
+      sortableTable({
+        columns, rows, sort, caption: `${queues.length} queues`,
+        rowAttrs: (q) => ({ "data-queue": q.name, "aria-level": hierarchical ? q._depth + 1 : undefined }),
+        onSort: (s) => { Object.assign(sort, s); setQuery({ sort: s.key, desc: s.desc ? "1" : "" }); draw(); },
+      }));
+  }
+
+  await load();
+  clear(main).append(heading("Queues"), body);
+  draw();
+  return { refresh: async () => { await load(); draw(); } };
+}
