@@ -8,7 +8,6 @@ import asyncio
 import os
 import shutil
 import subprocess
-import sys
 import tempfile
 import threading
 from collections.abc import Iterator
@@ -19,11 +18,9 @@ from typing import Any
 
 import pytest
 import yaml
+from fumarole_e2e_kit import _job, _node, _pc, _queue
 
 ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "tests" / "e2e"))
-sys.path.insert(0, str(ROOT / "tests" / "api"))
-from fumarole_e2e_kit import _job, _node, _pc, _queue  # noqa: E402
 
 CHROMIUM = os.environ.get("FUMAROLE_CHROMIUM", "/usr/bin/chromium")
 SCREENSHOTS = ROOT / "docs" / "img"

@@ -1,0 +1,170 @@
+"""The dashboard's server side without a browser: its routes, the Jaeger setting, GET /v1/cycles?latest=N,
+and the live feed (one `cycle` event per closed cycle from the log's tail, bounded queues,
+subscriptions closed when the browser leaves or the server stops)."""
+
+from __future__ import annotations
+
+import asyncio
+import shutil
+import subprocess
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import msgspec
+import pytest
+from fumarole_api_kit import FUMAROLE, LiveFixture, child_env, write_history
+
+from api.app import build_app
+from api.ui import FEED_KEY
+from api.ui.live import Subscription, sse_message
+from store.events import CycleClosed, CycleOpened
+
+JAEGER = "https://jaeger.example/base"
+
+
+@pytest.fixture(scope="module")
+def history(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    db = tmp_path_factory.mktemp("ui-server") / "log.db"
+    asyncio.run(write_history(str(db), cycles=3))
+    return db
+
+
+@pytest.fixture
+async def client(history: Path, tmp_path: Path, aiohttp_client: Any) -> AsyncIterator[Any]:
+    db = tmp_path / "log.db"
+    shutil.copy(history, db)
+    fx = await LiveFixture.open(str(db))
+    c = await aiohttp_client(build_app(fx.view, jaeger_url=JAEGER + "/"))
+    c.fx = fx
+    yield c
+    await c.close()
+    await fx.close()
+
+
+async def test_every_page_is_the_shell_with_the_jaeger_url(client: Any) -> None:
+    for path in ("/ui/", "/ui/queues", "/ui/jobs/ns/name", "/ui/cycles/3", "/ui/nodes", "/ui/no/such/page"):
+        r = await client.get(path)
+        assert r.status == 200, path
+        assert r.content_type == "text/html"
+        text = await r.text()
+        assert f'<meta name="fumarole-jaeger-url" content="{JAEGER}">' in text
+        assert '<script type="module" src="/ui/assets/app.js">' in text
+        assert "script-src 'self'" in r.headers["Content-Security-Policy"]
+    r = await client.get("/ui", allow_redirects=False)
+    assert r.status == 302 and r.headers["Location"] == "/ui/"
+
+
+async def test_assets_are_served_from_the_package(client: Any) -> None:
+    for path, ctype in (
+        ("/ui/assets/app.js", "javascript"),
+        ("/ui/assets/pages/job.js", "javascript"),
+        ("/ui/assets/style.css", "text/css"),
+        ("/ui/assets/icon.svg", "image/svg"),
+    ):
+        r = await client.get(path)
+        assert r.status == 200 and ctype in r.content_type, path
+        assert r.headers["X-Content-Type-Options"] == "nosniff"
+    assert (await client.get("/ui/assets/nothing.js")).status == 404
+    for path in ("/ui/assets/../__init__.py", "/ui/assets/%2e%2e/__init__.py", "/ui/assets/../live.py"):
+        r = await client.get(path)
+        assert "mount_dashboard" not in await r.text() and "LiveFeed" not in await r.text(), path
+
+
+async def test_no_dashboard_when_not_asked(history: Path, tmp_path: Path, aiohttp_client: Any) -> None:
+    db = tmp_path / "log.db"
+    shutil.copy(history, db)
+    fx = await LiveFixture.open(str(db))
+    try:
+        c = await aiohttp_client(build_app(fx.view, dashboard=False))
+        assert (await c.get("/ui/")).status == 404
+        assert (await c.get("/v1/queues")).status == 200
+    finally:
+        await fx.close()
+
+
+async def test_latest_cycles(client: Any) -> None:
+    r = await client.get("/v1/cycles?latest=2")
+    body = await r.json()
+    assert [c["cycle"] for c in body["items"]] == [2, 3]
+    assert all(c["closed"] is not None for c in body["items"])
+    body = await (await client.get("/v1/cycles?latest=1000")).json()
+    assert [c["cycle"] for c in body["items"]] == [1, 2, 3]
+    r = await client.get("/v1/cycles?latest=2&since=5")
+    assert r.status == 400 and (await r.json())["path"] == "query.latest"
+    assert (await client.get("/v1/cycles?latest=0")).status == 400
+
+
+async def _read_event(resp: Any, name: str, timeout: float = 10) -> Any:
+    """The data of the next `name` event of a server-sent event stream."""
+    event = ""
+    while True:
+        line = (await asyncio.wait_for(resp.content.readline(), timeout)).decode()
+        if line.startswith("event: "):
+            event = line[7:].strip()
+        elif line.startswith("data: ") and event == name:
+            return msgspec.json.decode(line[6:])
+
+
+async def _append_cycle(fx: LiveFixture, cycle: int) -> None:
+    await fx.writer.submit(
+        [
+            CycleOpened(cycle=cycle, watermark=1, now_ms=9_000, conf_hash="h", trace_id="ab" * 16),
+            CycleClosed(cycle=cycle, binds=2, duration_s=0.25, action_seconds={"allocate": 0.2}),
+        ]
+    )
+
+
+async def test_live_feed_sends_each_closed_cycle_then_lets_go(client: Any) -> None:
+    feed = client.app[FEED_KEY]
+    feed.heartbeat = 0.2
+    resp = await client.get("/ui/live")
+    assert resp.status == 200 and resp.content_type == "text/event-stream"
+    hello = await _read_event(resp, "hello")
+    assert hello["last_cycle"] == 3
+    assert len(feed.subscribers) == 1 and feed.running
+    await asyncio.sleep(0.1)  # the tail starts from the log's end
+    await _append_cycle(client.fx, 4)
+    row = await _read_event(resp, "cycle")
+    assert row["cycle"] == 4 and row["trace_id"] == "ab" * 16
+    assert row["closed"]["binds"] == 2 and row["closed"]["action_seconds"] == {"allocate": 0.2}
+    resp.close()  # the browser leaves: the next heartbeat fails, the subscription and the tail end
+    for _ in range(100):
+        if not feed.subscribers and not feed.running:
+            break
+        await asyncio.sleep(0.05)
+    assert not feed.subscribers and not feed.running
+
+
+async def test_live_feed_ends_streams_on_shutdown(client: Any) -> None:
+    feed = client.app[FEED_KEY]
+    resp = await client.get("/ui/live")
+    await _read_event(resp, "hello")
+    await feed.close()
+    assert (await asyncio.wait_for(resp.content.read(), 5)).strip() == b""  # the stream ended
+    assert not feed.subscribers and not feed.running
+    assert (await client.get("/ui/live")).status == 503
+
+
+def test_a_slow_subscriber_holds_a_bounded_queue() -> None:
+    sub = Subscription(4)
+    for i in range(1000):
+        sub.offer(sse_message("cycle", {"cycle": i}))
+        assert sub.queue.qsize() <= 4
+    items = [sub.queue.get_nowait() for _ in range(sub.queue.qsize())]
+    assert items[0].startswith(b"event: resync\n")  # the page re-reads the API instead
+    assert sub.dropped > 900
+    sub.close()
+    assert [sub.queue.get_nowait() for _ in range(sub.queue.qsize())][-1] is None
+
+
+def test_serve_refuses_a_bad_jaeger_url(tmp_path: Path, history: Path) -> None:
+    out = subprocess.run(
+        [FUMAROLE, "serve", "--db", str(history), "--jaeger-url", "ftp://x"],
+        capture_output=True,
+        text=True,
+        env=child_env(),
+        timeout=60,
+    )
+    assert out.returncode == 2
+    assert "--jaeger-url: 'ftp://x' is not an http(s) base URL" in out.stderr
