@@ -17,6 +17,7 @@ __all__ = [
     "EventRow",
     "EvictionStep",
     "Explanation",
+    "GpuCard",
     "Health",
     "IngestItem",
     "IngestRequest",
@@ -291,6 +292,17 @@ class QueueList(msgspec.Struct, kw_only=True):
     folded_seq: int
 
 
+class GpuCard(msgspec.Struct, kw_only=True):
+    """One GPU card of a node as deviceshare's gpushare sees it (nodes with volcano.sh/gpu-memory and
+    volcano.sh/gpu-number): its memory and what the pods naming it (volcano.sh/gpu-index) use, in the
+    units of volcano.sh/gpu-memory (MiB)."""
+
+    index: int
+    memory: int
+    used_memory: int
+    pods: list[str]
+
+
 class NodeRow(msgspec.Struct, kw_only=True):
     name: str
     allocatable: Quantities
@@ -298,6 +310,7 @@ class NodeRow(msgspec.Struct, kw_only=True):
     used: Quantities
     releasing: Quantities
     pods: list[str]
+    gpus: list[GpuCard] = msgspec.field(default_factory=list)  # empty unless the node has gpushare cards
 
 
 class NodeList(msgspec.Struct, kw_only=True):

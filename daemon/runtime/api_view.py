@@ -22,13 +22,15 @@ import anyio
 
 from api.decision_json import DEFAULT_CACHE_BYTES, DecisionJsonCache, decision_page_json, page_json
 from api.metrics import SchedulerMetrics
-from api.types import Explanation, JobDetail, JobHistory, JobRow, NodeRow, QueueRow, TaskRow
+from api.types import Explanation, GpuCard, JobDetail, JobHistory, JobRow, NodeRow, QueueRow, TaskRow
 from daemon.cache import Projection, load_projection
 from daemon.runtime.job_history import JobHistoryReader
 from daemon.scheduler.model.job import JobInfo
+from daemon.scheduler.model.node import NodeInfo
 from daemon.scheduler.model.resources import finite_quantities
 from daemon.scheduler.model.snapshot import ClusterSnapshot
 from daemon.scheduler.model.task import TaskStatus
+from daemon.scheduler.plugins.deviceshare_gpushare import GpuSharePool
 from store.events import Event, QueueFigures
 from store.index import IndexReader, decision_query, open_readonly
 from store.log import CorruptEventError, LogError, StoredEvent
@@ -156,10 +158,32 @@ class StateReader:
                     used=finite_quantities(n.used),
                     releasing=finite_quantities(n.releasing),
                     pods=sorted(f"{t.namespace}/{t.name}" for t in n.tasks.values()),
+                    gpus=gpu_cards(n),
                 )
                 for n in snap.nodes
             ]
         return self._nodes
+
+
+def gpu_cards(node: NodeInfo) -> list[GpuCard]:
+    """The node's gpushare cards (none for a node without volcano.sh/gpu-memory and gpu-number) with the
+    pods that name them in their volcano.sh/gpu-index annotation, as deviceshare accounts for them."""
+    pool = GpuSharePool.from_node(node, sharing=True, number=True)
+    if pool is None:
+        return []
+    names = {}
+    for t in node.tasks.values():
+        pool.add_resource(t, {**t.pod.annotations, **t.bind_annotations})
+        names[t.uid] = f"{t.namespace}/{t.name}"
+    return [
+        GpuCard(
+            index=card.index,
+            memory=card.memory,
+            used_memory=card.used_memory(),
+            pods=sorted(names.get(uid, uid) for uid in card.pods),
+        )
+        for card in pool.cards.values()
+    ]
 
 
 def job_detail(j: JobInfo, projection: Projection, folded_seq: int, history: JobHistory) -> JobDetail:

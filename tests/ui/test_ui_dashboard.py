@@ -84,6 +84,14 @@ def test_a_new_cycle_appears_live_within_2s(daemon: Daemon, chromium: Any) -> No
     assert page.locator("svg.stack rect.seg").count() > 0  # the chart draws the cycles' actions
     assert "live · cycle" in page.inner_text("#live-status")
     w.screenshot("cycles")
+    # the state pages while the daemon decides (and the screenshots of a busy cluster)
+    for path, name in (
+        ("/ui/queues", "queues"),
+        ("/ui/jobs?queue=a", "jobs"),
+        ("/ui/nodes?node=n0", "nodes"),
+    ):
+        w.open(daemon.base + path)
+        w.screenshot(name)
     assert w.errors == []
     page.close()
 
@@ -99,12 +107,12 @@ def test_every_page_loads_without_console_errors(settled: Daemon, chromium: Any)
     w = PageWatch(chromium)
     for path, name, expect in (
         ("/ui/", "", "Queues"),
-        ("/ui/queues", "queues", "Queues"),
-        ("/ui/jobs", "jobs", "Jobs"),
+        ("/ui/queues", "", "Queues"),
+        ("/ui/jobs", "", "Jobs"),
         ("/ui/jobs/e2e/huge", "job", "Job e2e/huge"),
         ("/ui/cycles", "", "Cycles"),
         (f"/ui/cycles/{cycle // 2}", "cycle", f"Cycle {cycle // 2}"),
-        ("/ui/nodes", "nodes", "Nodes"),
+        ("/ui/nodes", "", "Nodes"),
     ):
         page = w.open(settled.base + path)
         assert page.inner_text("main h1") == expect, path
@@ -189,6 +197,9 @@ def test_why_pending_equals_fumarole_explain(settled: Daemon, chromium: Any) -> 
         assert items.nth(i).locator(".reason-text").inner_text() == line
         if facts:
             assert items.nth(i).locator(".reason-facts").inner_text() == facts
+    waited = re.search(r"^  (waited .*)$", text, re.M)
+    assert waited, text
+    assert page.inner_text("#history-summary").startswith(waited.group(1).capitalize() + ";")
     assert page.locator("#timeline li.step-wait").count() >= 1
     assert w.errors == []
     page.close()
@@ -227,13 +238,18 @@ def test_queues_sort_and_nodes_pick(settled: Daemon, chromium: Any) -> None:
     assert by_weight[0] == "b" and "desc=1" in page.url
     assert page.locator("svg.rbar").count() > 0
     page = w.open(settled.base + "/ui/nodes")
-    assert page.inner_text("#nodes-summary").startswith("4 nodes")
+    assert page.inner_text("#nodes-summary").startswith("5 nodes")
     page.click("tr[data-node='n2'] button")
     assert page.inner_text("#node-detail h2") == "Node n2"
     box = page.locator("canvas.heat").bounding_box()
     assert box is not None
-    page.mouse.click(box["x"] + 3, box["y"] + 3)  # the first cell: the busiest node
-    assert page.inner_text("#node-detail h2").startswith("Node n")
+    page.mouse.click(box["x"] + 3, box["y"] + 3)  # the first cell: the busiest node, the table's first row
+    assert (
+        page.inner_text("#node-detail h2") == f"Node {page.get_attribute('tbody tr[data-node]', 'data-node')}"
+    )
+    page.click("tr[data-node='gpu-0'] button")
+    assert page.inner_text("#gpu-h") == "GPU cards (2)"
+    assert page.locator("#node-detail li[data-gpu]").count() == 2
     page.select_option("#f-resource", "memory")
     assert "resource=memory" in page.url
     assert w.errors == []

@@ -168,3 +168,65 @@ def test_serve_refuses_a_bad_jaeger_url(tmp_path: Path, history: Path) -> None:
     )
     assert out.returncode == 2
     assert "--jaeger-url: 'ftp://x' is not an http(s) base URL" in out.stderr
+
+
+def _gpu_objects() -> list[dict[str, Any]]:
+    node = {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {"name": "gpu-node"},
+        "status": {
+            "allocatable": {
+                "cpu": "16",
+                "memory": "64Gi",
+                "pods": "110",
+                "volcano.sh/gpu-memory": "32768",
+                "volcano.sh/gpu-number": "2",
+            }
+        },
+    }
+    pods = []
+    for i, card in enumerate(("1", "1", "")):
+        pods.append(
+            {
+                "apiVersion": "v1",
+                "kind": "Pod",
+                "metadata": {
+                    "name": f"p{i}",
+                    "namespace": "ns1",
+                    "uid": f"uid-{i}",
+                    "annotations": {"volcano.sh/gpu-index": card} if card else {},
+                },
+                "spec": {
+                    "schedulerName": "volcano",
+                    "nodeName": "gpu-node",
+                    "containers": [
+                        {
+                            "name": "c",
+                            "resources": {
+                                "requests": {"cpu": "1"},
+                                "limits": {"volcano.sh/gpu-memory": "8192"} if card else {},
+                            },
+                        }
+                    ],
+                },
+                "status": {"phase": "Running"},
+            }
+        )
+    return [node, *pods]
+
+
+def test_nodes_show_their_gpu_cards() -> None:
+    from daemon.cache import Projection
+    from daemon.runtime.api_view import StateReader
+    from store.events import upserted
+
+    p = Projection()
+    for seq, m in enumerate(_gpu_objects(), start=1):
+        p.fold(seq, upserted(m, 1000))
+    (row,) = StateReader(p, history=None).nodes()  # type: ignore[arg-type]
+    assert [msgspec.to_builtins(g) for g in row.gpus] == [
+        {"index": 0, "memory": 16384, "used_memory": 0, "pods": []},
+        {"index": 1, "memory": 16384, "used_memory": 16384, "pods": ["ns1/p0", "ns1/p1"]},
+    ]
+    assert row.pods == ["ns1/p0", "ns1/p1", "ns1/p2"]

@@ -108,9 +108,12 @@ class PageWatch:
 
 
 def write_busy_sim(dir_: Path, *, jobs: int) -> tuple[Path, Path]:
-    """4 nodes of 8 cpu; queues a, b (weight 1, 3) and solo; `jobs` gangs submitted 2 virtual seconds
-    apart (so the daemon cycles for a while), and solo/huge, which asks 16 cpu per pod and never fits."""
-    cluster = [_node(f"n{i}", 8) for i in range(4)]
+    """4 nodes of 8 cpu and gpu-0 (1 cpu, two gpushare cards); queues a, b (weight 1, 3) and solo; `jobs`
+    gangs submitted 2 virtual seconds apart (so the daemon cycles for a while), and solo/huge, which asks
+    16 cpu per pod and never fits."""
+    gpu = _node("gpu-0", 1)
+    gpu["status"]["allocatable"] |= {"volcano.sh/gpu-memory": "32768", "volcano.sh/gpu-number": "2"}
+    cluster = [*(_node(f"n{i}", 8) for i in range(4)), gpu]
     cluster += [_queue("a", 1), _queue("b", 3), _queue("solo", 1), _pc("low", 10), _pc("high", 1000)]
     cluster.append({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "e2e"}})
     work = [_job("huge", "solo", 2, 16, at=0, dur=60, pc="low")]

@@ -1,7 +1,7 @@
 // The dashboard shell: a router over /ui/<page> (History API), the live feed (server-sent events
 // from /ui/live) and the life cycle of the current page (render, live updates, refresh, teardown).
 
-import { clear, el } from "./util.js";
+import { fill, el } from "./util.js";
 
 const PAGES = [
   [/^$/, "queues"],
@@ -64,7 +64,7 @@ async function show() {
     else a.removeAttribute("aria-current");
   }
   delete main.dataset.ready;
-  clear(main).append(el("p", { class: "loading", text: "Loading…" }));
+  fill(main, el("p", { class: "loading", text: "Loading…" }));
   const controller = new AbortController();
   current = { name, page: null, controller, lastRefresh: performance.now(), pendingRefresh: null };
   try {
@@ -78,7 +78,7 @@ async function show() {
     markReady(t0);
   } catch (err) {
     if (gen !== generation || err.name === "AbortError") return;
-    clear(main).append(el("div", { class: "error", role: "alert" },
+    fill(main, el("div", { class: "error", role: "alert" },
       el("h1", { text: "Could not load this page" }), el("p", { text: String(err.message || err) })));
     main.dataset.ready = "error";
   }

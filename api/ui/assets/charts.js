@@ -25,7 +25,7 @@ export function resourceBar(resource, figures, width = 180) {
     v.deserved !== undefined ? svg("rect", { x: x(v.deserved) - 1, y: 0, width: 2, height: 12, class: "tick deserved" }) : null);
   const text = [human(v.allocated ?? 0, resource)];
   if (v.deserved !== undefined) text.push(` / ${human(v.deserved, resource)}`);
-  return el("div", { class: "res" }, el("span", { class: "res-name", text: resource }), g,
+  return el("div", { class: "res" }, el("span", { class: "res-name", title: resource, text: resource }), g,
     el("span", { class: "res-text", text: text.join("") + (cap !== undefined ? ` (cap ${human(cap, resource)})` : "") }));
 }
 
@@ -81,9 +81,10 @@ export function heat(f) {
 }
 
 /** A canvas heat map: one cell per item, `value(item)` in 0..1; `onPick(item)` on click or Enter. */
-export function heatMap(items, { value, label, onPick, cell = 8, columns }) {
+export function heatMap(items, { value, label, onPick, width = 720, columns }) {
   const n = items.length;
-  const cols = columns || Math.max(10, Math.min(160, Math.ceil(Math.sqrt(n * 2))));
+  const cols = columns || (n <= 24 ? Math.max(n, 1) : Math.min(160, Math.ceil(Math.sqrt(n * 2))));
+  const cell = Math.max(5, Math.min(36, Math.floor(width / cols)));
   const rows = Math.ceil(n / cols);
   const canvas = el("canvas", { width: cols * cell, height: Math.max(rows, 1) * cell, class: "heat", tabindex: 0, role: "img", "aria-label": label });
   const ctx = canvas.getContext("2d");

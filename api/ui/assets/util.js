@@ -26,6 +26,13 @@ export function clear(node) {
   return node;
 }
 
+/** Replace the node's children by `children` (null, undefined and false are left out). */
+export function fill(node, ...children) {
+  clear(node);
+  node.append(...children.flat().filter((c) => c !== null && c !== undefined && c !== false));
+  return node;
+}
+
 export class HttpError extends Error {
   constructor(status, detail) {
     super(`HTTP ${status}: ${detail}`);
@@ -99,7 +106,17 @@ export function at(ms) {
     const d = new Date(ms).toISOString();
     return ms % 1000 ? d : d.replace(".000Z", "Z");
   }
-  return ms % 1000 === 0 ? `${ms / 1000}s` : `${ms / 1000}s`;
+  return ms % 1000 === 0 ? `${ms / 1000}s` : `${Number((ms / 1000).toPrecision(6))}s`;
+}
+
+/** A span of virtual time, as `fumarole explain` prints it (59s, 12m05s, 3h02m10s, 2d04h10m). */
+export function duration(ms) {
+  if (ms < 60000) return at(ms);
+  const s = Math.floor(ms / 1000);
+  const d = Math.floor(s / 86400), h = Math.floor(s / 3600) % 24, m = Math.floor(s / 60) % 60, r = s % 60;
+  const two = (n) => String(n).padStart(2, "0");
+  if (d) return `${d}d${two(h)}h${two(m)}m`;
+  return h ? `${h}h${two(m)}m${two(r)}s` : `${m}m${two(r)}s`;
 }
 
 export function seconds(s) {

@@ -2,7 +2,7 @@
 
 import { ACTION_COLOURS } from "../charts.js";
 import { traceHref } from "./cycles.js";
-import { at, clear, cycleHref, el, getJSON, heading, jobHref, link, seconds } from "../util.js";
+import { at, fill, cycleHref, el, getJSON, heading, jobHref, link, seconds } from "../util.js";
 
 function describe(type, e) {
   switch (type) {
@@ -37,7 +37,7 @@ export async function render(main, ctx) {
 
   function drawRows() {
     const t = typeSel.value;
-    clear(list).append(...decisions.filter((r) => !t || r.type === t).map((r) => {
+    fill(list, ...decisions.filter((r) => !t || r.type === t).map((r) => {
       const job = jobOf(r.type, r.event);
       const [ns, ...rest] = job.split("/");
       return el("tr", { dataset: { type: r.type } }, el("td", { class: "num", text: String(r.seq) }),
@@ -63,7 +63,7 @@ export async function render(main, ctx) {
   const trace = c.trace_id
     ? el("a", { id: "jaeger-link", href: traceHref(ctx.config, c.trace_id), rel: "noopener", target: "_blank" }, `Open trace ${c.trace_id} in Jaeger`)
     : el("span", { id: "jaeger-link", class: "muted", text: "No trace recorded (tracing was off for this cycle)." });
-  clear(main).append(
+  fill(main, 
     heading(`Cycle ${id}`, el("nav", { class: "back", "aria-label": "Other cycles" },
       id > 1 ? link(cycleHref(id - 1), "← previous") : null, " ", link("/ui/cycles", "all cycles"), " ", link(cycleHref(id + 1), "next →"))),
     el("dl", { class: "facts" },

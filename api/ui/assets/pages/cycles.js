@@ -3,7 +3,7 @@
 
 import { ACTION_COLOURS, stackedBars } from "../charts.js";
 import { navigate } from "../app.js";
-import { at, clear, cycleHref, el, getJSON, heading, link, seconds } from "../util.js";
+import { at, fill, cycleHref, el, getJSON, heading, link, seconds } from "../util.js";
 
 const KEEP = 300; // cycles in the charts (bounded: a page left open does not grow)
 const LISTED = 40;
@@ -28,11 +28,11 @@ export async function render(main, ctx) {
   function draw() {
     frame = 0;
     const open = (r) => navigate(cycleHref(r.cycle));
-    clear(charts).append(
+    fill(charts, 
       stackedBars(rows, { parts: (r) => r.closed.action_seconds || {}, keys: actions(), title: `Cycle duration by action, last ${rows.length} cycles`, format: seconds, onClick: open }),
       stackedBars(rows, { parts: (r) => ({ binds: r.closed.binds, evictions: r.closed.evictions, pipelined: r.closed.pipelined }), keys: ["binds", "evictions", "pipelined"], colours: COUNT_COLOURS, title: "Binds, evictions and pipelined tasks per cycle", format: (v) => String(v), onClick: open }));
     const latest = rows.slice(-LISTED).reverse();
-    clear(table).append(
+    fill(table, 
       el("p", { class: "muted" }, "Newest cycle: ", el("strong", { id: "latest-cycle", text: rows.length ? String(rows[rows.length - 1].cycle) : "none yet" })),
       el("table", { class: "grid" }, el("caption", { text: `The latest ${latest.length} cycles` }),
         el("thead", {}, el("tr", {}, ["Cycle", "Virtual time", "Duration", "Binds", "Evictions", "Pipelined", "Pending tasks", "Trace"].map((t, i) => el("th", { scope: "col", class: i > 1 && i < 7 ? "num" : undefined, text: t })))),
@@ -47,7 +47,7 @@ export async function render(main, ctx) {
           el("td", {}, r.trace_id ? el("a", { href: traceHref(ctx.config, r.trace_id), rel: "noopener", target: "_blank", text: "Jaeger", class: "trace" }) : "–"))))));
   }
 
-  clear(main).append(heading("Cycles"), charts, table);
+  fill(main, heading("Cycles"), charts, table);
   draw();
   return {
     onCycle(row) {

@@ -1,7 +1,7 @@
 // One job: its tasks, why it waits (ranked reasons, as `fumarole explain` prints them), its position
 // in its queue, and a timeline of its decisions with links to the cycles.
 
-import { at, clear, cycleHref, el, getJSON, heading, link, phaseBadge, plural } from "../util.js";
+import { at, fill, cycleHref, duration, el, getJSON, heading, link, phaseBadge, plural } from "../util.js";
 
 /** The facts line under a reason, as `fumarole explain` prints it. */
 export function reasonFacts(r) {
@@ -52,7 +52,7 @@ function timeline(d, pipelines) {
 function summary(h) {
   if (!h.waits_total) return "Never waited for a reason the scheduler recorded.";
   const until = h.waiting ? "and still waits at the end of the log" : `to t=${at(h.waited_until_ms || 0)} [${h.waited_until_cycle}]`;
-  return `Waited ${at(h.waited_ms)} in ${plural(h.wait_cycles, "cycle")} (${plural(h.waits_total, "span")} of the same reasons), from t=${at(h.waited_from_ms || 0)} [${h.waited_from_cycle}] ${until}; ${plural(h.binds_total, "cycle")} bound pods of it; ${plural(h.evictions_total, "eviction")}.`;
+  return `Waited ${duration(h.waited_ms)} in ${plural(h.wait_cycles, "cycle")} (${plural(h.waits_total, "span")} of the same reasons), from t=${at(h.waited_from_ms || 0)} [${h.waited_from_cycle}] ${until}; ${plural(h.binds_total, "cycle")} bound pods of it; ${plural(h.evictions_total, "eviction")}.`;
 }
 
 export async function render(main, ctx) {
@@ -92,7 +92,7 @@ export async function render(main, ctx) {
     const tasks = el("table", { class: "grid" }, el("caption", { text: `${d.tasks.length} tasks` }),
       el("thead", {}, el("tr", {}, ["Task", "Status", "Node"].map((t) => el("th", { scope: "col", text: t })))),
       el("tbody", {}, d.tasks.map((t) => el("tr", {}, el("td", { text: t.name }), el("td", {}, phaseBadge(t.status)), el("td", { text: t.node || "–" })))));
-    clear(body).append(
+    fill(body, 
       el("dl", { class: "facts" },
         el("dt", { text: "Queue" }), el("dd", {}, link(`/ui/jobs?queue=${encodeURIComponent(d.queue)}`, d.queue)),
         el("dt", { text: "Phase" }), el("dd", {}, phaseBadge(d.phase)),
@@ -100,13 +100,13 @@ export async function render(main, ctx) {
         el("dt", { text: "Priority" }), el("dd", { text: String(d.priority) }),
         el("dt", { text: "Tasks" }), el("dd", { text: Object.entries(d.tasks_by_status).map(([s, n]) => `${n} ${s}`).join(", ") || "no pods" })),
       why,
-      el("section", { "aria-labelledby": "tl-h" }, el("h2", { id: "tl-h", text: "Timeline of its decisions" }), el("p", { class: "muted", text: summary(d.history) }), timeline(d, pipelines)),
+      el("section", { "aria-labelledby": "tl-h" }, el("h2", { id: "tl-h", text: "Timeline of its decisions" }), el("p", { id: "history-summary", class: "muted", text: summary(d.history) }), timeline(d, pipelines)),
       el("section", { "aria-labelledby": "tasks-h" }, el("h2", { id: "tasks-h", text: "Tasks" }), tasks),
       d.conditions.length ? el("section", {}, el("h2", { text: "PodGroup conditions" }),
         el("ul", {}, d.conditions.map((c) => el("li", { text: `${c.type}: ${c.status || ""} ${c.reason || ""} ${c.message || ""}`.trim() })))) : null);
   }
 
   await load();
-  clear(main).append(heading(`Job ${ns}/${name}`, link("/ui/jobs", "← all jobs", { class: "back" })), body);
+  fill(main, heading(`Job ${ns}/${name}`, link("/ui/jobs", "← all jobs", { class: "back" })), body);
   return { refresh: load };
 }

@@ -1,7 +1,7 @@
 // Jobs: every job (PodGroup) with filters by queue, phase and namespace, a name search, sorting and pages.
 
 import { setQuery } from "../app.js";
-import { clear, compare, el, getJSON, heading, jobHref, link, phaseBadge, sortableTable } from "../util.js";
+import { fill, compare, el, getJSON, heading, jobHref, link, phaseBadge, sortableTable } from "../util.js";
 
 const PAGE = 100;
 
@@ -29,7 +29,7 @@ export async function render(main, ctx) {
     search.addEventListener("input", () => { state.search = search.value; state.page = 1; update(); });
     const pending = el("input", { id: "f-pending", type: "checkbox", name: "pending", checked: state.pending });
     pending.addEventListener("change", () => { state.pending = pending.checked; state.page = 1; update(); });
-    clear(controls).append(
+    fill(controls, 
       select("queue", "Queue", uniq((j) => j.queue)),
       select("phase", "Phase", uniq((j) => j.phase || "")),
       select("namespace", "Namespace", uniq((j) => j.namespace)),
@@ -71,7 +71,7 @@ export async function render(main, ctx) {
       el("button", { type: "button", disabled: state.page <= 1, on: { click: () => { state.page--; update(); } } }, "← previous"),
       el("span", { id: "jobs-page", text: ` page ${state.page} of ${pages} ` }),
       el("button", { type: "button", disabled: state.page >= pages, on: { click: () => { state.page++; update(); } } }, "next →"));
-    clear(body).append(
+    fill(body, 
       el("p", { id: "jobs-count", class: "muted", role: "status", text: `${rows.length} of ${jobs.length} jobs` }),
       sortableTable({
         columns, rows: shown, sort: state.sort,
@@ -86,7 +86,7 @@ export async function render(main, ctx) {
   }
 
   await load();
-  clear(main).append(heading("Jobs"), controls, body);
+  fill(main, heading("Jobs"), controls, body);
   drawControls();
   update();
   return { refresh: async () => { await load(); update(); } };

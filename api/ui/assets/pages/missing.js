@@ -1,9 +1,9 @@
 // A page that does not exist.
 
-import { clear, el, link } from "../util.js";
+import { fill, el, link } from "../util.js";
 
 export async function render(main, ctx) {
-  clear(main).append(el("h1", { text: "No such page" }),
+  fill(main, el("h1", { text: "No such page" }),
     el("p", {}, `/ui/${ctx.params[0]} is not a page of the dashboard. Try `, link("/ui/queues", "the queues"), "."));
   return {};
 }

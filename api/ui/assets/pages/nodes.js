@@ -3,7 +3,7 @@
 
 import { fractionBar, heatMap } from "../charts.js";
 import { setQuery } from "../app.js";
-import { clear, el, getJSON, heading, human, percent, quantity } from "../util.js";
+import { fill, el, getJSON, heading, human, percent, quantity } from "../util.js";
 
 const PAGE = 100;
 
@@ -19,8 +19,8 @@ function util(n, r) {
 
 function gpuCards(n) {
   if (!n.gpus || !n.gpus.length) return null;
-  return el("section", { class: "gpus" }, el("h3", { text: `GPU cards (${n.gpus.length})` }),
-    el("ul", { class: "cards" }, n.gpus.map((g) => el("li", { class: "card" },
+  return el("section", { class: "gpus", "aria-labelledby": "gpu-h" }, el("h3", { id: "gpu-h", text: `GPU cards (${n.gpus.length})` }),
+    el("ul", { class: "cards" }, n.gpus.map((g) => el("li", { class: "card", dataset: { gpu: g.index } },
       el("strong", { text: `GPU ${g.index}` }), " ",
       fractionBar(g.memory ? g.used_memory / g.memory : 0, `GPU ${g.index} memory`),
       el("div", { class: "muted", text: `${g.used_memory} / ${g.memory} MiB · ${g.pods.length ? g.pods.join(", ") : "idle"}` })))));
@@ -53,7 +53,7 @@ export async function render(main, ctx) {
     state.node = n.name;
     setQuery({ node: n.name });
     const rs = resources().filter((r) => r === "pods" || n.allocatable[r] !== undefined);
-    clear(detail).append(el("h2", { text: `Node ${n.name}` }),
+    fill(detail, el("h2", { text: `Node ${n.name}` }),
       el("table", { class: "grid compact" }, el("thead", {}, el("tr", {}, ["Resource", "Used", "Allocatable", "Releasing", ""].map((t) => el("th", { scope: "col", text: t })))),
         el("tbody", {}, rs.map((r) => el("tr", {}, el("td", { text: r }),
           el("td", { class: "num", text: r === "pods" ? String(n.pods.length) : human(quantity(n.used[r] || "0"), r) }),
@@ -74,7 +74,7 @@ export async function render(main, ctx) {
     const full = known.filter((x) => x.u >= 0.9).length;
     const pick = (x) => showNode(x.n);
     pick.describe = (x) => `${x.n.name}: ${r} ${percent(x.u)}, ${x.n.pods.length} pods`;
-    clear(mapBox).append(
+    fill(mapBox, 
       el("p", { id: "nodes-summary", role: "status", text: `${nodes.length} nodes · ${r}: mean ${percent(mean)}, ${full} at 90% or more` }),
       heatMap(rows, { value: (x) => x.u, label: `Heat map of ${r} utilisation, one cell per node, ${state.order === "busiest" ? "busiest first" : "by name"}`, onPick: pick }),
       el("p", { class: "legend-heat muted" }, el("span", { class: "ramp", "aria-hidden": "true" }), " 0% → 100% (purple: over-committed; grey: no such resource). Click a cell for the node."));
@@ -82,7 +82,7 @@ export async function render(main, ctx) {
     state.page = Math.min(state.page, pages);
     const shown = rows.slice((state.page - 1) * PAGE, state.page * PAGE);
     const cols = resources().filter((x) => x !== "pods" && !x.startsWith("ephemeral") && !x.startsWith("hugepages")).slice(0, 4);
-    clear(table).append(
+    fill(table, 
       el("table", { class: "grid" }, el("caption", { text: `Nodes ${state.order === "busiest" ? `by ${r} utilisation, busiest first` : "by name"} (${(state.page - 1) * PAGE + 1}–${(state.page - 1) * PAGE + shown.length} of ${rows.length})` }),
         el("thead", {}, el("tr", {}, el("th", { scope: "col", text: "Node" }), cols.map((c) => el("th", { scope: "col", text: c })), el("th", { scope: "col", class: "num", text: "Pods" }))),
         el("tbody", {}, shown.map((x) => el("tr", { dataset: { node: x.n.name } },
@@ -102,7 +102,7 @@ export async function render(main, ctx) {
     rs.addEventListener("change", () => { state.resource = rs.value; draw(); });
     const order = el("select", { id: "f-order" }, [["busiest", "busiest first"], ["name", "by name"]].map(([v, t]) => el("option", { value: v, text: t, selected: v === state.order })));
     order.addEventListener("change", () => { state.order = order.value; state.page = 1; draw(); });
-    clear(controls).append(el("label", { for: "f-resource" }, "Resource ", rs), el("label", { for: "f-order" }, "Order ", order));
+    fill(controls, el("label", { for: "f-resource" }, "Resource ", rs), el("label", { for: "f-order" }, "Order ", order));
   }
 
   async function load() {
@@ -110,7 +110,7 @@ export async function render(main, ctx) {
   }
 
   await load();
-  clear(main).append(heading("Nodes"), controls, el("div", { class: "nodes-layout" }, mapBox, detail), table);
+  fill(main, heading("Nodes"), controls, el("div", { class: "nodes-layout" }, mapBox, detail), table);
   drawControls();
   draw();
   return { refresh: async () => { await load(); draw(); } };

@@ -2,7 +2,7 @@
 
 import { resourceBar, fractionBar } from "../charts.js";
 import { setQuery } from "../app.js";
-import { clear, compare, el, getJSON, heading, link, sortableTable } from "../util.js";
+import { fill, compare, el, getJSON, heading, link, sortableTable } from "../util.js";
 
 const RESOURCE_KEYS = ["allocated", "deserved", "capability", "guarantee", "real_capability"];
 
@@ -63,7 +63,7 @@ export async function render(main, ctx) {
     } else {
       rows = queues.map((q) => ({ ...q, _depth: 0 })).sort(cmp);
     }
-    clear(body).append(
+    fill(body, 
       el("p", { class: "muted" }, hierarchical ? "Hierarchical queues (capacity plugin): children under their parent, sorted among siblings." : "Flat queues (proportion plugin).",
         " Bars: allocated (fill, red past deserved), deserved (dark tick), guarantee (green tick), scaled to the capability."),
       sortableTable({
@@ -74,7 +74,7 @@ export async function render(main, ctx) {
   }
 
   await load();
-  clear(main).append(heading("Queues"), body);
+  fill(main, heading("Queues"), body);
   draw();
   return { refresh: async () => { await load(); draw(); } };
 }
