@@ -58,3 +58,25 @@ def test_nodes_page_with_10000_nodes(served: str, capsys: Any) -> None:
         w.screenshot("nodes-10k")
     with capsys.disabled():
         print(f"\n[ui render] nodes page, {N} nodes: {times} ms (navigation to drawn, 3 loads)")
+
+
+def test_queues_page_draws_the_hierarchy(served: str) -> None:
+    with browser() as context:
+        w = PageWatch(context)
+        page = w.open(served + "/ui/queues")
+        rows = page.eval_on_selector_all(
+            "tbody tr[data-queue]", "rows => rows.map(r => [r.dataset.queue, r.getAttribute('aria-level')])"
+        )
+        assert rows == [
+            ["default", "1"],
+            ["root", "1"],
+            ["dev", "2"],
+            *[[f"q{i}", "3"] for i in range(4, 8)],
+            ["prod", "2"],
+            *[[f"q{i}", "3"] for i in range(4)],
+        ]
+        assert "Hierarchical queues" in page.inner_text("main")
+        page.click("button.sort[data-key='weight']")  # biggest weight first, among siblings
+        order = page.eval_on_selector_all("tbody tr[data-queue]", "rows => rows.map(r => r.dataset.queue)")
+        assert order[order.index("prod") + 1 : order.index("prod") + 5] == ["q3", "q2", "q1", "q0"]
+        assert w.errors == []

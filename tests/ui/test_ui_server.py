@@ -230,3 +230,45 @@ def test_nodes_show_their_gpu_cards() -> None:
         {"index": 1, "memory": 16384, "used_memory": 16384, "pods": ["ns1/p0", "ns1/p1"]},
     ]
     assert row.pods == ["ns1/p0", "ns1/p1", "ns1/p2"]
+
+
+def test_the_wheel_ships_every_asset() -> None:
+    """Each file under api/ui/assets/ matches a package-data pattern of pyproject.toml (so the wheel
+    carries it: the dashboard has no build step and nothing to fetch)."""
+    import tomllib
+    from pathlib import PurePosixPath
+
+    from api.ui import ASSETS
+
+    root = ASSETS.parents[1]  # the api package
+    conf = tomllib.loads((root.parent / "pyproject.toml").read_text())
+    patterns = conf["tool"]["setuptools"]["package-data"]["api"]
+    files = [PurePosixPath(p.relative_to(root).as_posix()) for p in ASSETS.rglob("*") if p.is_file()]
+    assert len(files) >= 10
+    missing = [
+        str(f)
+        for f in files
+        if not any(f.match(pat) and len(f.parts) == len(PurePosixPath(pat).parts) for pat in patterns)
+    ]
+    assert missing == []
+
+
+def test_serve_stops_promptly_with_a_dashboard_connected(history: Path, tmp_path: Path) -> None:
+    """SIGTERM ends the live streams (on_shutdown) instead of waiting for the browsers to leave."""
+    import urllib.request
+
+    from fumarole_api_kit import start_serve, stop
+
+    db = tmp_path / "log.db"
+    shutil.copy(history, db)
+    proc, base = start_serve(db)
+    try:
+        stream = urllib.request.urlopen(base + "/ui/live", timeout=10)
+        assert stream.readline() == b"retry: 2000\n"
+        assert stream.readline() == b"event: hello\n"
+        # stop() kills after 30 s (exit -9): without the streams ended on shutdown aiohttp would wait
+        # 60 s for this one to finish
+        assert stop(proc) == 0
+        stream.close()
+    finally:
+        stop(proc)

@@ -169,8 +169,8 @@ def drain(proc: subprocess.Popen[str], lines: list[str]) -> threading.Thread:
 
 
 def write_scale_log(path: Path, *, nodes: int, jobs: int) -> None:
-    """A log of `nodes` nodes (8-64 cpu) and `jobs` one-pod jobs in 8 queues, most of them running on a
-    node (so utilisation varies), the rest pending: what `fumarole serve` then shows."""
+    """A log of `nodes` nodes (8-64 cpu) and `jobs` one-pod jobs in 8 queues (under two parents), most of
+    them running on a node (so utilisation varies), the rest pending: what `fumarole serve` then shows."""
     from daemon.manifests import expand_job
     from store.events import upserted
     from store.sqlite import SqliteEventLog
@@ -180,7 +180,12 @@ def write_scale_log(path: Path, *, nodes: int, jobs: int) -> None:
         _pc("low", 10),
         {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "e2e"}},
     ]
-    objs += [_queue(f"q{i}", 1 + i % 4) for i in range(8)]
+    for parent in ("prod", "dev"):
+        objs.append(_queue(parent, 1))
+        objs[-1]["spec"]["parent"] = "root"
+    for i in range(8):  # a hierarchy: q0-q3 under prod, q4-q7 under dev
+        objs.append(_queue(f"q{i}", 1 + i % 4))
+        objs[-1]["spec"]["parent"] = "prod" if i < 4 else "dev"
     cpus = [8 + 8 * (i % 8) for i in range(nodes)]
     objs += [_node(f"node-{i:05d}", cpus[i]) for i in range(nodes)]
     for i in range(jobs):

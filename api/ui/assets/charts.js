@@ -86,7 +86,7 @@ export function heatMap(items, { value, label, onPick, width = 720, columns }) {
   const cols = columns || (n <= 24 ? Math.max(n, 1) : Math.min(160, Math.ceil(Math.sqrt(n * 2))));
   const cell = Math.max(5, Math.min(36, Math.floor(width / cols)));
   const rows = Math.ceil(n / cols);
-  const canvas = el("canvas", { width: cols * cell, height: Math.max(rows, 1) * cell, class: "heat", tabindex: 0, role: "img", "aria-label": label });
+  const canvas = el("canvas", { width: cols * cell, height: Math.max(rows, 1) * cell, class: "heat", role: "img", "aria-label": label });
   const ctx = canvas.getContext("2d");
   for (let i = 0; i < n; i++) {
     ctx.fillStyle = heat(value(items[i]));
