@@ -47,7 +47,7 @@ def render_shell(jaeger_url: str) -> bytes:
 def mount_dashboard(app: web.Application, view: DaemonView, *, jaeger_url: str = DEFAULT_JAEGER_URL) -> None:
     """Add /ui/, /ui/assets/ and /ui/live to `app` (see the module docstring)."""
     shell = render_shell(jaeger_url)
-    feed = LiveFeed(view.event_log)
+    feed = LiveFeed(view.event_log, folded=view.folded_seq)
     app[FEED_KEY] = feed
 
     async def page(request: web.Request) -> web.Response:

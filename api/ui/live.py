@@ -2,7 +2,8 @@
 
 `LiveFeed` follows the log's tail (EventLog.tail: the writer wakes it in the daemon, a poll in
 `fumarole serve`) only while at least one browser listens, and pairs each `cycle.closed` with its
-`cycle.opened` into the same JSON as an item of GET /v1/cycles.  Each subscriber has a bounded
+`cycle.opened` into the same JSON as an item of GET /v1/cycles, published once the view's projection
+has folded the cycle (`folded`), so a page that re-reads the API on it sees the cycle.  Each subscriber has a bounded
 queue: a subscriber that falls behind loses its backlog and gets one `resync` event instead (the
 page then re-reads the API), so a slow or stalled browser never makes the server hold more than
 `queue_size` messages for it.  A subscription ends when its browser goes away (the next write
@@ -17,6 +18,7 @@ import asyncio
 import contextlib
 import logging
 from collections import OrderedDict
+from collections.abc import Callable
 from typing import Any
 
 import msgspec
@@ -69,12 +71,14 @@ class LiveFeed:
         self,
         event_log: EventLog,
         *,
+        folded: Callable[[], int] | None = None,
         queue_size: int = 256,
         max_subscribers: int = 64,
         heartbeat: float = 15.0,
         batch: int = 2000,
     ) -> None:
         self.event_log = event_log
+        self.folded = folded
         self.queue_size = queue_size
         self.max_subscribers = max_subscribers
         self.heartbeat = heartbeat
@@ -154,9 +158,20 @@ class LiveFeed:
                 log.warning("live feed: reading the log's tail: %s", e)
                 await asyncio.sleep(1.0)
                 continue
+            if rows:
+                await self._until_folded(rows[-1].seq)
             for row in rows:
                 seq = row.seq + 1
                 self.fold(row.seq, row.event)
+
+    async def _until_folded(self, seq: int, *, poll: float = 0.02, patience: float = 5.0) -> None:
+        """Wait (at most `patience` seconds) until the view's projection has folded `seq`."""
+        if self.folded is None:
+            return
+        waited = 0.0
+        while self.folded() < seq and waited < patience:
+            await asyncio.sleep(poll)
+            waited += poll
 
 
 async def stream_handler(request: web.Request, feed: LiveFeed, hello: dict[str, Any]) -> web.StreamResponse:

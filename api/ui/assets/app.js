@@ -64,6 +64,7 @@ async function show() {
     else a.removeAttribute("aria-current");
   }
   delete main.dataset.ready;
+  delete main.dataset.refreshed;
   fill(main, el("p", { class: "loading", text: "Loading…" }));
   const controller = new AbortController();
   current = { name, page: null, controller, lastRefresh: performance.now(), pendingRefresh: null };
@@ -102,13 +103,30 @@ async function refresh() {
   if (!c || !c.page?.refresh || c.refreshing) return;
   c.refreshing = true;
   c.lastRefresh = performance.now();
+  const focused = focusKey();
   try {
     await c.page.refresh();
+    main.dataset.refreshed = String(Number(main.dataset.refreshed || 0) + 1);
+    if (focused && !main.contains(document.activeElement)) refocus(focused);
   } catch (err) {
     if (err.name !== "AbortError") console.warn("refresh failed:", err.message || err);
   } finally {
     c.refreshing = false;
   }
+}
+
+// A refresh redraws part of the page: keep the keyboard focus on the same link or control.
+function focusKey() {
+  const a = document.activeElement;
+  if (!a || !main.contains(a) || a === main) return null;
+  if (a.id) return `#${CSS.escape(a.id)}`;
+  if (a.getAttribute("href")) return `[href="${CSS.escape(a.getAttribute("href"))}"]`;
+  if (a.dataset.key) return `[data-key="${CSS.escape(a.dataset.key)}"]`;
+  return null;
+}
+
+function refocus(selector) {
+  main.querySelector(selector)?.focus({ preventScroll: true });
 }
 
 function scheduleRefresh() {
