@@ -1,15 +1,15 @@
-"""The dashboard's live feed: one task tails the log and fans each closed cycle out as server-sent events.
+"""The dashboard's live feed: each closed cycle from the log's tail, as server-sent events.
 
 `LiveFeed` follows the log's tail (EventLog.tail: the writer wakes it in the daemon, a poll in
 `fumarole serve`) only while at least one browser listens, and pairs each `cycle.closed` with its
-`cycle.opened` into the same JSON as an item of GET /v1/cycles, published once the view's
-projection has folded the cycle (`folded`), so a page that re-reads the API on it sees the cycle.
-Each subscriber has a bounded queue: a subscriber that falls behind loses its backlog and gets one
+`cycle.opened` into the same JSON as an item of GET /v1/cycles, published once the view's projection
+has folded the cycle (`folded`), so a page that re-reads the API on it sees the cycle. Each
+subscriber has a bounded queue: a subscriber that falls behind loses its backlog and gets one
 `resync` event instead (the page then re-reads the API), so a slow or stalled browser never makes
-the server hold more than `queue_size` messages for it.  A subscription ends when its browser goes away (the next write
-fails; a comment is written every `heartbeat` seconds so that happens within that time) or when
-the application shuts down (`close`).  Nothing grows with time: a page left open for a day holds
-one subscription, its bounded queue and the feed's bounded table of open cycles.
+the server hold more than `queue_size` messages for it. A subscription ends when its browser goes
+away (the next write fails; a comment is written every `heartbeat` seconds so that happens within
+that time) or when the application shuts down (`close`). Nothing grows with time: a page left open
+for a day holds one subscription, its bounded queue and the feed's bounded table of open cycles.
 """
 
 from __future__ import annotations
