@@ -175,10 +175,12 @@ export function sortableTable({ columns, rows, sort, onSort, caption, rowAttrs }
   return el("table", { class: "grid" }, caption ? el("caption", { text: caption }) : null, thead, tbody);
 }
 
+const COLLATOR = new Intl.Collator(undefined, { numeric: true }); // j2 before j10
+
 export function compare(value, desc) {
   return (a, b) => {
     const x = value(a), y = value(b);
-    const c = typeof x === "number" && typeof y === "number" ? x - y : String(x).localeCompare(String(y));
+    const c = typeof x === "number" && typeof y === "number" ? x - y : COLLATOR.compare(String(x), String(y));
     return desc ? -c : c;
   };
 }

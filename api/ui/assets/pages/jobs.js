@@ -24,7 +24,7 @@ export async function render(main, ctx) {
   }
 
   function drawControls() {
-    const uniq = (f) => [...new Set(jobs.map(f))].sort();
+    const uniq = (f) => [...new Set(jobs.map(f))].filter((v) => v !== "").sort();
     const search = el("input", { id: "f-q", type: "search", name: "q", value: state.search, placeholder: "name contains…", autocomplete: "off" });
     search.addEventListener("input", () => { state.search = search.value; state.page = 1; update(); });
     const pending = el("input", { id: "f-pending", type: "checkbox", name: "pending", checked: state.pending });
