@@ -105,7 +105,9 @@ async function refresh() {
   c.lastRefresh = performance.now();
   const focused = focusKey();
   try {
+    const t0 = performance.now();
     await c.page.refresh();
+    c.renderMs = performance.now() - t0; // the next re-read waits 10 times as long as this one took
     main.dataset.refreshed = String(Number(main.dataset.refreshed || 0) + 1);
     if (focused && !main.contains(document.activeElement)) refocus(focused);
   } catch (err) {
