@@ -7,6 +7,7 @@ import asyncio
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Any
 
 import pytest
 from fumarole_api_kit import start_serve, stop, write_history
@@ -26,6 +27,19 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path
         yield base, db
     finally:
         assert stop(proc) == 0
+
+
+def _write(db: Path, events: list[Any]) -> None:
+    async def go() -> None:
+        log = await SqliteEventLog.open(str(db))
+        try:
+            await log.append(events)
+        finally:
+            await log.close()
+
+    # in a thread of its own: Playwright's synchronous API runs an event loop in this one
+    with ThreadPoolExecutor(1) as pool:
+        pool.submit(asyncio.run, go()).result()
 
 
 def _append(db: Path, cycle: int, job: str) -> None:
@@ -71,3 +85,14 @@ def test_pages_follow_the_log(served: tuple[str, Path], tmp_path: Path) -> None:
         assert jobs.locator("tr[data-job='late/newcomer']").count() == 1
         assert "live · cycle 4" in jobs.inner_text("#live-status")
         assert jw.errors == []
+        # 400 more cycles at once: the chart keeps the last 300 (a page left open does not grow)
+        burst = []
+        for c in range(5, 405):
+            burst.append(CycleOpened(cycle=c, watermark=1, now_ms=50_000 + c * 1000, conf_hash="h"))
+            burst.append(CycleClosed(cycle=c, binds=c % 3, action_seconds={"allocate": 0.001 * (c % 7 + 1)}))
+        _write(db, burst)
+        cycles.wait_for_selector("#latest-cycle:text-is('404')", timeout=15_000)
+        assert cycles.inner_text("figure.chart figcaption >> nth=0").startswith(
+            "Cycle duration by action, last 300 cycles"
+        )
+        assert cycles.locator("tbody tr[data-cycle]").count() == 40

@@ -158,7 +158,11 @@ function connect() {
     current?.page?.onCycle?.(row);
     scheduleRefresh();
   });
-  source.addEventListener("resync", () => scheduleRefresh());
+  source.addEventListener("resync", () => {
+    // this browser fell behind and lost some cycles: the page re-reads what it shows
+    if (current?.page?.resync) current.page.resync().catch((err) => console.warn("resync failed:", err.message || err));
+    else scheduleRefresh();
+  });
   source.addEventListener("error", () => {
     status.textContent = "reconnecting…";
     status.dataset.state = "down";

@@ -56,6 +56,10 @@ export async function render(main, ctx) {
       if (rows.length > KEEP) rows = rows.slice(-KEEP);
       if (!frame) frame = requestAnimationFrame(draw);
     },
+    async resync() {
+      rows = (await getJSON(`/v1/cycles?latest=${KEEP}`, ctx.signal)).items.filter((r) => r.closed);
+      if (!frame) frame = requestAnimationFrame(draw);
+    },
     destroy() { if (frame) cancelAnimationFrame(frame); },
   };
 }
