@@ -5,7 +5,8 @@
 * GET /ui/ and every GET /ui/<page> — the one HTML shell (api/ui/assets/index.html, with the Jaeger
   base URL in a <meta> tag); the ES modules under /ui/assets/ draw the page from the API's JSON;
 * GET /ui/assets/<file> — the modules, the style sheet and the icon, shipped as package data;
-* GET /ui/live — server-sent events from the log's tail (api/ui/live.py).
+* GET /ui/live — server-sent events from the log's tail (api/ui/live.py);
+* GET / and GET /ui — a redirect to /ui/.
 
 The dashboard is served by the same application as the API, so it has the same rules: reads need
 no token, and the server listens beyond loopback only when asked to (--allow-remote).
@@ -71,6 +72,7 @@ def mount_dashboard(app: web.Application, view: DaemonView, *, jaeger_url: str =
     app.on_shutdown.append(close_feed)
     app.on_response_prepare.append(asset_headers)
     r = app.router
+    r.add_get("/", to_root)
     r.add_get("/ui", to_root)
     r.add_get("/ui/live", live)
     r.add_static("/ui/assets", ASSETS, append_version=False)

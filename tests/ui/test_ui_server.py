@@ -51,8 +51,9 @@ async def test_every_page_is_the_shell_with_the_jaeger_url(client: Any) -> None:
         assert f'<meta name="fumarole-jaeger-url" content="{JAEGER}">' in text
         assert '<script type="module" src="/ui/assets/app.js">' in text
         assert "script-src 'self'" in r.headers["Content-Security-Policy"]
-    r = await client.get("/ui", allow_redirects=False)
-    assert r.status == 302 and r.headers["Location"] == "/ui/"
+    for path in ("/ui", "/"):
+        r = await client.get(path, allow_redirects=False)
+        assert r.status == 302 and r.headers["Location"] == "/ui/"
 
 
 async def test_assets_are_served_from_the_package(client: Any) -> None:

@@ -65,7 +65,7 @@ export async function render(main, ctx) {
     }
     fill(body, 
       el("p", { class: "muted" }, hierarchical ? "Hierarchical queues (capacity plugin): children under their parent, sorted among siblings." : "Flat queues (proportion plugin).",
-        " Bars: allocated (fill, red past deserved), deserved (dark tick), guarantee (green tick), scaled to the capability."),
+        " Bars: allocated (fill, red past deserved), deserved (the plain tick), guarantee (green tick), scaled to the capability."),
       sortableTable({
         columns, rows, sort, caption: `${queues.length} queues`,
         rowAttrs: (q) => ({ "data-queue": q.name, "aria-level": hierarchical ? q._depth + 1 : undefined }),
