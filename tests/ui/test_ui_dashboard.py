@@ -116,6 +116,7 @@ def test_every_page_loads_without_console_errors(settled: Daemon, chromium: Any)
     ):
         page = w.open(settled.base + path)
         assert page.inner_text("main h1") == expect, path
+        assert page.title() == f"{expect} · Fumarole"
         if name:
             w.screenshot(name)
     assert w.errors == []

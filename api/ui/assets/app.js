@@ -76,6 +76,7 @@ async function show() {
     const page = await module.render(main, ctx);
     if (gen !== generation) return;
     current.page = page || {};
+    document.title = `${main.querySelector("h1")?.textContent || "Dashboard"} · Fumarole`;
     markReady(t0);
   } catch (err) {
     if (gen !== generation || err.name === "AbortError") return;
