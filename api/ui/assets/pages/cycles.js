@@ -57,7 +57,10 @@ export async function render(main, ctx) {
       if (!frame) frame = requestAnimationFrame(draw);
     },
     async resync() {
-      rows = (await getJSON(`/v1/cycles?latest=${KEEP}`, ctx.signal)).items.filter((r) => r.closed);
+      const fetched = (await getJSON(`/v1/cycles?latest=${KEEP}`, ctx.signal)).items.filter((r) => r.closed);
+      // cycles that arrived while the page re-read stay (they may be newer than what it read)
+      const last = fetched.length ? fetched[fetched.length - 1].cycle : 0;
+      rows = [...fetched, ...rows.filter((r) => r.cycle > last)].slice(-KEEP);
       if (!frame) frame = requestAnimationFrame(draw);
     },
     destroy() { if (frame) cancelAnimationFrame(frame); },
