@@ -20,6 +20,14 @@ PHASE_RUNNING = "Running"
 PHASE_UNKNOWN = "Unknown"
 PHASE_COMPLETED = "Completed"
 
+_READY_STATUSES = (
+    TaskStatus.BOUND,
+    TaskStatus.BINDING,
+    TaskStatus.RUNNING,
+    TaskStatus.ALLOCATED,
+    TaskStatus.SUCCEEDED,
+)
+
 
 @dataclass(slots=True)
 class Condition:
@@ -154,14 +162,14 @@ class JobInfo:
         return list(b.values()) if b else []
 
     def ready_task_num(self) -> int:
-        c = self.count
-        return (
-            c(TaskStatus.BOUND)
-            + c(TaskStatus.BINDING)
-            + c(TaskStatus.RUNNING)
-            + c(TaskStatus.ALLOCATED)
-            + c(TaskStatus.SUCCEEDED)
-        )
+        """Tasks Bound, Binding, Running, Allocated or Succeeded."""
+        n = 0
+        index = self.index
+        for st in _READY_STATUSES:
+            b = index.get(st)
+            if b:
+                n += len(b)
+        return n
 
     def waiting_task_num(self) -> int:
         return self.count(TaskStatus.PIPELINED)

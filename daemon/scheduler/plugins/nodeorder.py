@@ -385,7 +385,8 @@ class NodeOrderPlugin:
         self._ns_labels: dict[str, Any] = {}
         self._affinity_scores: OrderedDict[str, IntArray | None] = OrderedDict()
         self._taint_counts: OrderedDict[tuple[Toleration, ...], IntArray | None] = OrderedDict()
-        self._image_scores: OrderedDict[tuple[str, ...], FloatArray] = OrderedDict()
+        # Per image list: the weighted score of every node, None when it is 0 on every node.
+        self._image_scores: OrderedDict[tuple[str, ...], FloatArray | None] = OrderedDict()
         self._image_cols: dict[str, tuple[IntArray, BoolArray]] = {}
         self._image_nodes: Counter[str] = Counter()
         self._local_scores: OrderedDict[PodRequests, ScoreMemo] = OrderedDict()
@@ -682,17 +683,23 @@ class NodeOrderPlugin:
         score = int(image_priority(np.asarray([s], dtype=np.int64), len(images))[0])
         return float(score * self.weights.image_locality)
 
-    def image_batch(self, task: TaskInfo, rows: IntArray) -> FloatArray:
-        images = tuple(normalized_image_name(i) for i in task.pod.images)
-        scores = self._image_scores.get(images)
-        if scores is None:
+    def image_batch(self, task: TaskInfo, rows: IntArray) -> FloatArray | None:
+        """ImageLocality over `rows`; None when it scores 0 on every node (it then adds nothing)."""
+        pod_images = task.pod.images
+        images = tuple(normalized_image_name(i) for i in pod_images) if pod_images else ()
+        if images not in self._image_scores:
             # Weighted and converted once for every node; a call gathers its rows.
-            scores = (self._image_all_nodes(images) * self.weights.image_locality).astype(np.float64)
+            weighted = (self._image_all_nodes(images) * self.weights.image_locality).astype(np.float64)
+            scores = weighted if weighted.any() else None
             self._image_scores[images] = scores
             if len(self._image_scores) > SIGNATURE_CACHE_SIZE:
                 self._image_scores.popitem(last=False)
         else:
-            self._image_scores.move_to_end(images)
+            scores = self._image_scores[images]
+            if len(self._image_scores) > 1:
+                self._image_scores.move_to_end(images)
+        if scores is None:
+            return None
         out: FloatArray = scores[rows]
         return out
 
