@@ -138,7 +138,6 @@ def cmd_schedule(args: argparse.Namespace) -> int:
 def _schedule(args: argparse.Namespace) -> int:
     phases = _Phases()
     from daemon.cli.dry_run import dry_run, to_json
-    from daemon.cli.tables import render_table, stdout_terminal_width
     from daemon.manifests import build_snapshot, load_objects
 
     if args.cycles < 1:
@@ -158,6 +157,8 @@ def _schedule(args: argparse.Namespace) -> int:
     if args.format == "json":
         sys.stdout.write(json.dumps(to_json(result), sort_keys=False, separators=(",", ":")) + "\n")
     else:
+        from daemon.cli.tables import render_table, stdout_terminal_width  # rich: only for tables
+
         sys.stdout.write(render_table(result, terminal_width=stdout_terminal_width()))
     phases.mark("output")
     if args.timings:
