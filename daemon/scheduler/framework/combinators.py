@@ -242,7 +242,7 @@ class Combinators:
         reasons: list[tuple[str, BoolArray]] = []
         nodes = self.node_list_ref()
         for name, batch in self._batch_flat[PREDICATE]:
-            live = np.flatnonzero(ok)
+            live = ok.nonzero()[0]
             if live.size == 0:
                 break
             if batch is not None:

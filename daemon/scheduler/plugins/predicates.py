@@ -183,6 +183,8 @@ def switches_from(arguments: dict[str, Any]) -> PredicateSwitches:
 
 def stable_signature(pod: PodFacts) -> tuple[Any, ...]:
     """What the stable filters read from a pod: nodeSelector, required node affinity, tolerations."""
+    if not pod.affinity and not pod.node_selector:  # the common pod: nothing to normalise
+        return ((), None, pod.tolerations)
     required = required_node_selector_raw(pod.affinity)
     req_key = None if required is None else json.dumps(required, sort_keys=True, default=str)
     return (tuple(sorted(pod.node_selector.items())), req_key, pod.tolerations)
@@ -562,11 +564,11 @@ class PredicatesPlugin:
                 reasons.append((REASON_PORTS, clash))
         state = self._interpod(task)
         if state is not None and live.any():
-            idx = np.flatnonzero(live)
+            idx = live.nonzero()[0]
             live &= self._apply(interpod_filter_rows(state, m.labels, rows[idx]), idx, IPA_REASONS, out)
         spread = self._spread_state(task)
         if spread is not None and live.any():
-            idx = np.flatnonzero(live)
+            idx = live.nonzero()[0]
             self._apply(spread_filter_rows(spread, m.labels, rows[idx]), idx, SPREAD_REASONS, out)
         return ok, reasons, (unresolvable if unresolvable.any() else None)
 
