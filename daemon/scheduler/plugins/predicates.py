@@ -304,7 +304,8 @@ class PredicatesPlugin:
     def pre_predicate(self, task: TaskInfo) -> Exception | None:
         """PreFilters in Volcano's order: NodeAffinity, NodePorts, InterPodAffinity,
         PodTopologySpread, then VolumeBinding and DynamicResources, whose state Reserve needs."""
-        if self.switches.node_affinity and node_names_conflict(task.pod.affinity):
+        affinity = task.pod.affinity
+        if self.switches.node_affinity and affinity and node_names_conflict(affinity):
             return PrePredicateError("NodeAffinity", NODE_AFFINITY_CONFLICT)
         if self.switches.pod_affinity:
             err = self._prefilter_interpod(task)
