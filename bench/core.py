@@ -8,11 +8,18 @@ be checked to decide exactly as before.  Usage:
 
     python bench/core.py                 # 1k/10k, 5k/50k, 10k/100k (nodes/pending pods)
     python bench/core.py --sizes 1000x10000 --repeat 3
+    python bench/core.py --collector on  # Python's cyclic GC running during the session
+
+By default the session runs with the cyclic garbage collector paused, as the daemon runs its
+sessions (daemon/runtime/heap.py) and `fumarole schedule` runs them; `--collector on` leaves it
+running (the method of the figures before issue 11: its collections of the large heap cost
+~20% at 1k nodes, more at 10k).
 """
 
 from __future__ import annotations
 
 import argparse
+import gc
 import hashlib
 import json
 import sys
@@ -88,7 +95,7 @@ def decisions_digest(result: SessionResult) -> str:
     return h.hexdigest()
 
 
-def run(nodes: int, pods: int, repeat: int) -> dict[str, object]:
+def run(nodes: int, pods: int, repeat: int, collector: str = "paused") -> dict[str, object]:
     conf = parse_conf(DEFAULT_SCHEDULER_CONF)
     t0 = time.perf_counter()
     snap = build(nodes, pods)
@@ -98,11 +105,15 @@ def run(nodes: int, pods: int, repeat: int) -> dict[str, object]:
     binds = 0
     digest = ""
     for _ in range(repeat):
+        gc.collect()
+        if collector == "paused":
+            gc.disable()
         t1 = time.perf_counter()
         c1 = time.process_time()
         result = run_session(snap, conf, explain=False)
         cpu = time.process_time() - c1
         elapsed = time.perf_counter() - t1
+        gc.enable()
         binds = len(result.binds)
         digest = decisions_digest(result)
         best = elapsed if best is None else min(best, elapsed)
@@ -118,6 +129,7 @@ def run(nodes: int, pods: int, repeat: int) -> dict[str, object]:
         "session_cpu_seconds": round(best_cpu, 3),
         "pods_per_second": round(binds / best, 1) if best > 0 else None,
         "decisions_sha256": digest,
+        "collector": collector,
         "build_seconds": round(build_s, 3),
         "conf": "volcano default: enqueue, allocate, backfill; priority gang conformance | "
         "overcommit drf predicates proportion nodeorder",
@@ -128,10 +140,11 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--sizes", nargs="*", default=["1000x10000", "5000x50000", "10000x100000"])
     ap.add_argument("--repeat", type=int, default=1)
+    ap.add_argument("--collector", choices=("paused", "on"), default="paused")
     a = ap.parse_args()
     for s in a.sizes:
         n, p = (int(x) for x in s.lower().split("x"))
-        print(json.dumps(run(n, p, a.repeat)), flush=True)
+        print(json.dumps(run(n, p, a.repeat, a.collector)), flush=True)
 
 
 if __name__ == "__main__":

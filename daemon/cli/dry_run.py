@@ -13,6 +13,7 @@ never changes; the report still names it, and its pending pods, with the reason.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -168,8 +169,13 @@ def dry_run(
     *,
     now: float | None = None,
     tracer_provider: Any = None,
+    between_cycles: Callable[[], object] | None = None,
 ) -> DryRunResult:
-    """Run `cycles` sessions from `now` (None: the newest creationTimestamp of the inputs)."""
+    """Run `cycles` sessions from `now` (None: the newest creationTimestamp of the inputs).
+
+    `between_cycles` is called after applying a session's decisions, before the next session
+    (the CLI collects garbage there).
+    """
     if now is None:
         now = start_time(snapshot)
     out = DryRunResult(cycles=cycles, now=now)
@@ -187,6 +193,8 @@ def dry_run(
         out.last = result
         if i + 1 < cycles:
             apply_result(snapshot, result)
+            if between_cycles is not None:
+                between_cycles()
     out.out_of_session, out.out_of_session_pending = out_of_session(snapshot)
     return out
 

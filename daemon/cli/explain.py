@@ -12,10 +12,12 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from api.types import JobDetail, JobHistory
 from daemon.cli.exits import EXIT_OK, bad_input
+
+if TYPE_CHECKING:  # annotations only: `fumarole schedule` need not import the API's types
+    from api.types import JobDetail, JobHistory
 
 EXIT_UNKNOWN = 1
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
+from typing import Any
 
 from daemon.cli import eventlog, explain, replay, run, schedule, serve
 from daemon.cli.exits import EXIT_OK, InputError, bad_input
@@ -24,14 +25,23 @@ def _version() -> str:
         return "unknown (not installed)"
 
 
+class _VersionAction(argparse.Action):
+    """argparse's version action, reading the installed version only when asked (start-up cost)."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str = argparse.SUPPRESS, **kwargs: Any) -> None:
+        super().__init__(option_strings, dest=dest, default=argparse.SUPPRESS, nargs=0, **kwargs)
+
+    def __call__(self, parser: argparse.ArgumentParser, *args: Any, **kwargs: Any) -> None:
+        sys.stdout.write(f"{parser.prog} {_version()}\n")
+        parser.exit()
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="fumarole",
         description="Volcano's batch scheduling model as an event-sourced daemon.",
     )
-    p.add_argument(
-        "--version", action="version", version=f"%(prog)s {_version()}", help="print the version and exit"
-    )
+    p.add_argument("--version", action=_VersionAction, help="print the version and exit")
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
     schedule.add_parser(sub)
     run.add_parser(sub)

@@ -6,6 +6,7 @@ Resource, and quantities kept as written.
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Mapping
 from datetime import UTC, date, datetime
@@ -141,7 +142,7 @@ class Doc:
             try:
                 if isinstance(q, bool) or not isinstance(q, str | int | float):
                     raise QuantityError(q, f"expected a quantity string or number, got {type_name(q)}")
-                value = parse_quantity(q)
+                value = _parsed_quantity(type(q).__name__, q)
             except QuantityError as e:
                 self.fail(join(path, k), f"bad quantity {show(q)}: {e.reason}")
             if value < 0:
@@ -173,8 +174,34 @@ class Doc:
         return dt.timestamp()
 
 
+@functools.lru_cache(maxsize=4096)
+def _parsed_quantity(kind: str, q: str | int | float) -> Fraction:
+    """parse_quantity, remembered per (type name, value): manifests repeat the same few quantities.
+
+    `kind` keeps 1 and 1.0 apart (equal keys otherwise); errors are raised, never remembered.
+    """
+    return parse_quantity(q)
+
+
 def to_resource(q: Mapping[str, Fraction]) -> Resource:
-    """Resource.from_resource_list over exact values (sums of parsed quantities are whole nanos)."""
+    """Resource.from_resource_list over exact values (sums of parsed quantities are whole nanos).
+
+    Remembered per list of values (a fresh copy each time: a Resource is mutable).
+    """
+    key = tuple(q.items())
+    made = _RESOURCES.get(key)
+    if made is None:
+        made = _RESOURCES[key] = _to_resource(q)
+        if len(_RESOURCES) > _RESOURCES_KEPT:
+            _RESOURCES.pop(next(iter(_RESOURCES)))
+    return made.clone()
+
+
+_RESOURCES: dict[tuple[tuple[str, Fraction], ...], Resource] = {}
+_RESOURCES_KEPT = 4096
+
+
+def _to_resource(q: Mapping[str, Fraction]) -> Resource:
     text: dict[str, str] = {}
     for name, value in q.items():
         nanos = value * _NANO

@@ -7,8 +7,10 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import yaml
 
+from daemon.manifests import yaml_loader
 from daemon.manifests.errors import ManifestError
 from daemon.manifests.fields import Obj, type_name
 
@@ -54,15 +56,11 @@ def _read_documents(f: Path, name: str) -> Iterator[tuple[int, Any]]:
     except (OSError, UnicodeDecodeError) as e:
         raise ManifestError(name, f"cannot read: {e}") from e
     if f.suffix == ".json":
-        try:
-            yield 0, json.loads(text) if text.strip() else None
-        except json.JSONDecodeError as e:
-            raise ManifestError(name, f"line {e.lineno}, column {e.colno}: JSON syntax error: {e.msg}") from e
+        yield 0, _decode_json(text, name) if text.strip() else None
         return
-    loader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
     count = 0
     try:
-        for doc in yaml.load_all(text, Loader=loader):
+        for doc in yaml_loader.load_all(text):
             yield count, doc
             count += 1
     except yaml.YAMLError as e:
@@ -70,6 +68,23 @@ def _read_documents(f: Path, name: str) -> Iterator[tuple[int, Any]]:
         where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark is not None else ""
         problem = getattr(e, "problem", None) or str(e)
         raise ManifestError(name, f"{where}YAML syntax error: {problem}", document=count) from e
+    except (ValueError, TypeError, OverflowError) as e:
+        # PyYAML's constructors let these through for impossible values (a 13th month).
+        raise ManifestError(name, f"YAML value error: {e}", document=count) from e
+
+
+def _decode_json(text: str, name: str) -> Any:
+    """The JSON document as `json.loads` gives it: msgspec decodes (~10x faster); on anything it
+    refuses (bad syntax, NaN/Infinity, numbers out of range, lone surrogates) `json.loads` decides,
+    accepting what it accepts and naming the line and column of a syntax error."""
+    try:
+        return msgspec.json.decode(text)
+    except (msgspec.DecodeError, UnicodeEncodeError):
+        pass
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as e:
+        raise ManifestError(name, f"line {e.lineno}, column {e.colno}: JSON syntax error: {e.msg}") from e
 
 
 def flatten(file: str, index: int, doc: Any) -> list[Obj]:

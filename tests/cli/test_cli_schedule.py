@@ -103,3 +103,16 @@ def test_unknown_action_is_refused(tmp_path: Path) -> None:
 def test_cycles_must_be_positive(cycles: str) -> None:
     p = fumarole("schedule", "--cluster", str(EXAMPLE_CLUSTER), "--cycles", cycles)
     assert p.returncode == 2
+
+
+def test_timings_go_to_stderr_and_leave_the_output_alone() -> None:
+    args = ("schedule", "--conf", str(EXAMPLE_CONF), "--cluster", str(EXAMPLE_CLUSTER), "--now", "manifests")
+    plain = fumarole(*args)
+    timed = fumarole(*args, "--timings")
+    assert plain.returncode == timed.returncode == 0
+    assert timed.stdout == plain.stdout
+    lines = [json.loads(x) for x in timed.stderr.splitlines() if x.startswith('{"timings"')]
+    assert len(lines) == 1
+    phases = lines[0]["timings"]
+    assert list(phases) == ["imports_and_conf", "load", "build", "sessions", "output"]
+    assert all(set(v) == {"wall", "cpu"} and v["wall"] >= 0 for v in phases.values())

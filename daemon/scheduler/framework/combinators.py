@@ -7,6 +7,7 @@ walks that list with Volcano's rule (first non-zero, AND, OR, vote, tiered inter
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -109,15 +110,20 @@ def _enabled(flags: dict[str, bool | None], flag: str | None) -> bool:
     return any(bool(flags.get(f)) for f in flag.split("|"))
 
 
+@functools.lru_cache(maxsize=1 << 18)
+def pod_name_index(name: str) -> int | None:
+    """The numeric index CompareTask reads from a pod name (its last `-` part), None without one."""
+    parts = name.split("-")
+    last = parts[-1] if len(parts) >= 3 else ""
+    return int(last) if _INDEX_RE.match(last) else None
+
+
 def compare_task_default(l: TaskInfo, r: TaskInfo) -> bool:
     """helpers.CompareTask: numeric pod-name index, then creation time, then uid."""
-    lp = l.name.split("-")
-    rp = r.name.split("-")
-    li = lp[-1] if len(lp) >= 3 else ""
-    ri = rp[-1] if len(rp) >= 3 else ""
-    if _INDEX_RE.match(li) and _INDEX_RE.match(ri):
-        lv, rv = int(li), int(ri)
-        if lv != rv:
+    lv = pod_name_index(l.name)
+    if lv is not None:
+        rv = pod_name_index(r.name)
+        if rv is not None and lv != rv:
             return lv < rv
     if l.creation == r.creation:
         return l.uid < r.uid
@@ -236,7 +242,7 @@ class Combinators:
         reasons: list[tuple[str, BoolArray]] = []
         nodes = self.node_list_ref()
         for name, batch in self._batch_flat[PREDICATE]:
-            live = np.flatnonzero(ok)
+            live = ok.nonzero()[0]
             if live.size == 0:
                 break
             if batch is not None:
@@ -281,7 +287,9 @@ class Combinators:
         for point in (NODE_ORDER, BATCH_NODE_ORDER):
             for name, batch in self._batch_flat[point]:
                 if batch is not None:
-                    total += batch(task, rows)
+                    scores = batch(task, rows)
+                    if scores is not None:  # None: the plugin scores 0 on every row
+                        total += scores
                     continue
                 fn = self.fns[point][name]
                 if point == NODE_ORDER:
@@ -365,17 +373,26 @@ class Combinators:
 
     # ----------------------------------------------------------------- queue and job predicates
     def overused(self, queue: QueueInfo) -> bool:
-        return any(fn(queue) for _, fn in self._flat[OVERUSED])
+        for _, fn in self._flat[OVERUSED]:  # noqa: SIM110 - a plain loop is faster on this hot path
+            if fn(queue):
+                return True
+        return False
 
     def allocatable_fn(self, queue: QueueInfo, task: TaskInfo) -> bool:
-        return all(fn(queue, task) for _, fn in self._flat[ALLOCATABLE])
+        for _, fn in self._flat[ALLOCATABLE]:  # noqa: SIM110 - a plain loop is faster on this hot path
+            if not fn(queue, task):
+                return False
+        return True
 
     def preemptive(self, queue: QueueInfo, task: TaskInfo | Sequence[TaskInfo]) -> bool:
         """PreemptiveFn (AND): reclaim passes one task, gangreclaim a job's pending tasks."""
         return all(fn(queue, task) for _, fn in self._flat[PREEMPTIVE])
 
     def job_ready(self, job: JobInfo) -> bool:
-        return all(fn(job) for _, fn in self._flat[JOB_READY])
+        for _, fn in self._flat[JOB_READY]:  # noqa: SIM110 - a plain loop is faster on this hot path
+            if not fn(job):
+                return False
+        return True
 
     def _vote(self, point: str, job: JobInfo) -> bool:
         for row in self._chains[point]:

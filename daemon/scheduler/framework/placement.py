@@ -123,7 +123,7 @@ def full_search(
         ok = np.ones(n, dtype=np.bool_)
     if cached is not None:
         ok &= ~(cached if base is None else cached[base])
-    live = np.flatnonzero(ok)
+    live = ok.nonzero()[0]
     reasons: list[tuple[str, BoolArray]] = []
     unresolvable = np.zeros(n, dtype=np.bool_)
     if live.size and ssn.has("predicate"):
@@ -137,7 +137,7 @@ def full_search(
                 reasons.append((text, full))
             unresolvable[live[p_unres]] = True
 
-    feasible = np.flatnonzero(ok)
+    feasible = ok.nonzero()[0]
     if start:
         feasible = np.concatenate((feasible[feasible >= start], feasible[feasible < start]))
     if feasible.size > k:
@@ -154,7 +154,7 @@ def full_search(
     if cache is not None and task.role and failed.any():
         prev = cache.failed.get(task.role)
         mark = np.zeros(len(table.nodes), dtype=np.bool_) if prev is None else prev.copy()
-        mark[np.flatnonzero(failed) if base is None else base[failed]] = True
+        mark[failed.nonzero()[0] if base is None else base[failed]] = True
         cache.failed[task.role] = mark
 
     order = np.arange(n, dtype=np.int64) if base is None else base
@@ -188,15 +188,15 @@ def rotated_feasible(ok: BoolArray, start: int, k: int) -> IntArray:
     n = len(ok)
     span = 4 * (k + 1)
     if start + span < n:
-        head = np.flatnonzero(ok[start : start + span])
+        head = ok[start : start + span].nonzero()[0]
         if head.size > k:
             head += start
             return head
-    head = np.flatnonzero(ok[start:])
+    head = ok[start:].nonzero()[0]
     head += start
     if head.size > k or not start:
         return head
-    return np.concatenate((head, np.flatnonzero(ok[:start])))
+    return np.concatenate((head, ok[:start].nonzero()[0]))
 
 
 # ============================================================================ incremental search
@@ -269,7 +269,7 @@ def evaluate_rows(ssn: Session, task: TaskInfo, memo: RowMemo, rows: IntArray, c
         memo.idle[rows] = table.fits(table.idle, cols, vals, rows)
     else:
         fit = np.ones(rows.size, dtype=np.bool_)
-    live = np.flatnonzero(fit)
+    live = fit.nonzero()[0]
     if live.size and ssn.has(PREDICATE):
         p_ok, _, _ = ssn.predicate_batch(task, rows[live])
         fit[live[~p_ok]] = False
@@ -316,7 +316,7 @@ def memo_search(
     if stale_in_scan(memo.stamp, version, start, processed):
         # Bring every stale row up to date at once (one batch instead of one row per task), then
         # take the window again: no row is stale any more.
-        evaluate_rows(ssn, task, memo, np.flatnonzero(memo.stamp != version), check_resources)
+        evaluate_rows(ssn, task, memo, (memo.stamp != version).nonzero()[0], check_resources)
         ok = memo.ok if cached is None else (memo.ok & ~cached)
         feasible = rotated_feasible(ok, start, k)
         chosen, processed = scan_window(feasible, start, k, n)

@@ -2,73 +2,71 @@
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable
 from typing import Any
 
-from daemon.scheduler.actions import allocate, backfill, enqueue
-from daemon.scheduler.actions import gangpreempt as gangpreempt_action
-from daemon.scheduler.actions import gangreclaim as gangreclaim_action
-from daemon.scheduler.actions import preempt as preempt_action
-from daemon.scheduler.actions import reclaim as reclaim_action
-from daemon.scheduler.actions import shuffle as shuffle_action
 from daemon.scheduler.framework.action import Action
 from daemon.scheduler.framework.plugin import Plugin
-from daemon.scheduler.plugins import (
-    binpack,
-    capacity,
-    cdp,
-    conformance,
-    deviceshare,
-    drf,
-    gang,
-    nodegroup,
-    nodeorder,
-    overcommit,
-    pdb,
-    predicates,
-    priority,
-    proportion,
-    resource_strategy_fit,
-    resourcequota,
-    sla,
-    task_topology,
-    tdm,
-)
 
 ActionFactory = Callable[[], Action]
 PluginFactory = Callable[[dict[str, Any]], Plugin]
 
+
+class Deferred:
+    """A module's `new` factory, imported on first call.
+
+    A process imports only the actions and plugins its configuration names (`fumarole schedule`
+    with the default configuration skips half of them).  tests/scheduler/framework/
+    test_registry.py checks that every entry's module exists and that its NAME is the entry's key.
+    """
+
+    __slots__ = ("module",)
+
+    def __init__(self, module: str) -> None:
+        self.module = module
+
+    def __call__(self, *args: Any) -> Any:
+        return importlib.import_module(self.module).new(*args)
+
+    def __repr__(self) -> str:
+        return f"Deferred({self.module!r})"
+
+
+_ACTIONS = "daemon.scheduler.actions."
+_PLUGINS = "daemon.scheduler.plugins."
+
 ACTIONS: dict[str, ActionFactory] = {
-    enqueue.NAME: enqueue.new,
-    allocate.NAME: allocate.new,
-    backfill.NAME: backfill.new,
-    reclaim_action.NAME: reclaim_action.new,
-    shuffle_action.NAME: shuffle_action.new,
-    gangreclaim_action.NAME: gangreclaim_action.new,
-    preempt_action.NAME: preempt_action.new,
-    gangpreempt_action.NAME: gangpreempt_action.new,
+    "enqueue": Deferred(_ACTIONS + "enqueue"),
+    "allocate": Deferred(_ACTIONS + "allocate"),
+    "backfill": Deferred(_ACTIONS + "backfill"),
+    "reclaim": Deferred(_ACTIONS + "reclaim"),
+    "shuffle": Deferred(_ACTIONS + "shuffle"),
+    "gangreclaim": Deferred(_ACTIONS + "gangreclaim"),
+    "preempt": Deferred(_ACTIONS + "preempt"),
+    "gangpreempt": Deferred(_ACTIONS + "gangpreempt"),
 }
 
 PLUGINS: dict[str, PluginFactory] = {
-    priority.NAME: priority.new,
-    gang.NAME: gang.new,
-    conformance.NAME: conformance.new,
-    overcommit.NAME: overcommit.new,
-    drf.NAME: drf.new,
-    proportion.NAME: proportion.new,
-    predicates.NAME: predicates.new,
-    nodeorder.NAME: nodeorder.new,
-    binpack.NAME: binpack.new,
-    capacity.NAME: capacity.new,
-    sla.NAME: sla.new,
-    resourcequota.NAME: resourcequota.new,
-    tdm.NAME: tdm.new,
-    pdb.NAME: pdb.new,
-    cdp.NAME: cdp.new,
-    nodegroup.NAME: nodegroup.new,
-    deviceshare.NAME: deviceshare.new,
-    task_topology.NAME: task_topology.new,
-    resource_strategy_fit.NAME: resource_strategy_fit.new,
+    "priority": Deferred(_PLUGINS + "priority"),
+    "gang": Deferred(_PLUGINS + "gang"),
+    "conformance": Deferred(_PLUGINS + "conformance"),
+    "overcommit": Deferred(_PLUGINS + "overcommit"),
+    "drf": Deferred(_PLUGINS + "drf"),
+    "proportion": Deferred(_PLUGINS + "proportion"),
+    "predicates": Deferred(_PLUGINS + "predicates"),
+    "nodeorder": Deferred(_PLUGINS + "nodeorder"),
+    "binpack": Deferred(_PLUGINS + "binpack"),
+    "capacity": Deferred(_PLUGINS + "capacity"),
+    "sla": Deferred(_PLUGINS + "sla"),
+    "resourcequota": Deferred(_PLUGINS + "resourcequota"),
+    "tdm": Deferred(_PLUGINS + "tdm"),
+    "pdb": Deferred(_PLUGINS + "pdb"),
+    "cdp": Deferred(_PLUGINS + "cdp"),
+    "nodegroup": Deferred(_PLUGINS + "nodegroup"),
+    "deviceshare": Deferred(_PLUGINS + "deviceshare"),
+    "task-topology": Deferred(_PLUGINS + "task_topology"),
+    "resource-strategy-fit": Deferred(_PLUGINS + "resource_strategy_fit"),
 }
 
 # Volcano actions and plugins that exist upstream but are not (yet) implemented here: a

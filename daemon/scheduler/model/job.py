@@ -20,6 +20,10 @@ PHASE_RUNNING = "Running"
 PHASE_UNKNOWN = "Unknown"
 PHASE_COMPLETED = "Completed"
 
+_READY_SET = frozenset(
+    {TaskStatus.BOUND, TaskStatus.BINDING, TaskStatus.RUNNING, TaskStatus.ALLOCATED, TaskStatus.SUCCEEDED}
+)
+
 
 @dataclass(slots=True)
 class Condition:
@@ -97,6 +101,9 @@ class JobInfo:
         self.allocated = Resource()
         self.total_request = Resource()
         self.pending_best_effort = 0
+        # Tasks in the ready statuses (Bound, Binding, Running, Allocated, Succeeded), kept by
+        # _index_add/_index_del: gang's job order and readiness read it for every comparison.
+        self.ready_count = 0
         self.nodes_fit_errors: dict[str, FitErrors] = {}
         self.job_fit_errors = ""
         self.schedule_start: float | None = None
@@ -121,7 +128,10 @@ class JobInfo:
         self._index_del(t)
 
     def _index_add(self, task: TaskInfo) -> None:
-        self.index.setdefault(task.status, {})[task.uid] = task
+        bucket = self.index.setdefault(task.status, {})
+        if task.status in _READY_SET and task.uid not in bucket:
+            self.ready_count += 1
+        bucket[task.uid] = task
         if task.status in ALLOCATED_STATUSES:
             self.allocated.add(task.resreq)
         elif task.status is TaskStatus.PENDING and task.best_effort:
@@ -131,7 +141,8 @@ class JobInfo:
         self.only_added = False
         bucket = self.index.get(task.status)
         if bucket is not None:
-            bucket.pop(task.uid, None)
+            if bucket.pop(task.uid, None) is not None and task.status in _READY_SET:
+                self.ready_count -= 1
             if not bucket:
                 del self.index[task.status]
         if task.status in ALLOCATED_STATUSES:
@@ -154,14 +165,8 @@ class JobInfo:
         return list(b.values()) if b else []
 
     def ready_task_num(self) -> int:
-        c = self.count
-        return (
-            c(TaskStatus.BOUND)
-            + c(TaskStatus.BINDING)
-            + c(TaskStatus.RUNNING)
-            + c(TaskStatus.ALLOCATED)
-            + c(TaskStatus.SUCCEEDED)
-        )
+        """Tasks Bound, Binding, Running, Allocated or Succeeded."""
+        return self.ready_count
 
     def waiting_task_num(self) -> int:
         return self.count(TaskStatus.PIPELINED)
@@ -319,6 +324,7 @@ class JobInfo:
         j.allocated = Resource()
         j.total_request = Resource()
         j.pending_best_effort = 0
+        j.ready_count = 0
         j.nodes_fit_errors = {}
         j.job_fit_errors = ""
         j.only_added = True
@@ -339,6 +345,7 @@ class JobInfo:
         j.allocated = self.allocated.clone()
         j.total_request = self.total_request.clone()
         j.pending_best_effort = self.pending_best_effort
+        j.ready_count = self.ready_count
         return j
 
     def __repr__(self) -> str:

@@ -114,7 +114,11 @@ class Resource:
             names.append(CPU)
         if self.memory >= MIN_RESOURCE:
             names.append(MEMORY)
-        names.extend(n for n in sorted(self.scalars) if self.scalars[n] >= MIN_RESOURCE)
+        s = self.scalars
+        if s:
+            for n in sorted(s) if len(s) > 1 else s:
+                if s[n] >= MIN_RESOURCE:
+                    names.append(n)
         return names
 
     def is_empty(self) -> bool:

@@ -76,6 +76,13 @@ class BinpackPlugin:
             return
         weight, per = self.weight, self.per
         table = ssn.table
+        # Per resource column: its allocatable over all nodes, when no node has 0 there (then
+        # every node is "valid" below and the masks fall away; same values, fewer array passes).
+        nonzero_caps: dict[str, FloatArray] = {}
+        for rn, c in table.col.items():
+            cap_col = np.ascontiguousarray(table.allocatable[:, c])
+            if (cap_col != 0).all():
+                nonzero_caps[rn] = cap_col
 
         def node_order(task: TaskInfo, node: NodeInfo) -> float:
             return binpack_score(task, node, weight, per)
@@ -89,6 +96,17 @@ class BinpackPlugin:
                 request = req.get(rn)
                 w = per.get(rn)
                 if request == 0 or w is None:
+                    continue
+                caps = nonzero_caps.get(rn) if w != 0 else None
+                if caps is not None:
+                    cap = caps[rows]
+                    used_after = table.used[rows, table.col[rn]]
+                    used_after += request
+                    overflow |= used_after > cap
+                    used_after *= w
+                    used_after /= cap
+                    score += used_after
+                    wsum += w
                     continue
                 c = table.col.get(rn)
                 cap = table.allocatable[rows, c] if c is not None else np.zeros(len(rows))

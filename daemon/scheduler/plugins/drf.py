@@ -6,6 +6,7 @@ warning and the plugin behaves as plain drf.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from daemon.scheduler.framework import combinators as cb
@@ -25,6 +26,21 @@ def dominant_share(allocated: Resource, total: Resource) -> float:
         if s > res:
             res = s
     return res
+
+
+def dominant_share_of(total: Resource) -> Callable[[Resource], float]:
+    """`dominant_share(allocated, total)` for a fixed `total`: its dimensions are read once."""
+    dims = [(rn, total.get(rn)) for rn in total.resource_names()]
+
+    def dominant(allocated: Resource) -> float:
+        res = 0.0
+        for rn, tv in dims:
+            s = share(allocated.get(rn), tv)
+            if s > res:
+                res = s
+        return res
+
+    return dominant
 
 
 class JobAttr:
@@ -50,13 +66,14 @@ class DrfPlugin:
                 "drf: enableHierarchy (hierarchical DRF) is not implemented; plain drf is used"
             )
         attrs: dict[str, JobAttr] = {}
+        share_of = dominant_share_of(total)
         for uid in sorted(ssn.jobs):
             job = ssn.jobs[uid]
             attr = JobAttr()
             for st in ALLOCATED_STATUSES:
                 for t in job.index.get(st, {}).values():
                     attr.allocated.add(t.resreq)
-            attr.share = dominant_share(attr.allocated, total)
+            attr.share = share_of(attr.allocated)
             attrs[uid] = attr
         self.attrs = attrs
 
@@ -90,14 +107,14 @@ class DrfPlugin:
             if attr is None:
                 return
             attr.allocated.add(task.resreq)
-            attr.share = dominant_share(attr.allocated, total)
+            attr.share = share_of(attr.allocated)
 
         def on_deallocate(task: TaskInfo) -> None:
             attr = attrs.get(task.job)
             if attr is None:
                 return
             attr.allocated.sub(task.resreq)
-            attr.share = dominant_share(attr.allocated, total)
+            attr.share = share_of(attr.allocated)
 
         ssn.register(cb.PREEMPTABLE, NAME, preemptable)
         ssn.register(cb.JOB_ORDER, NAME, job_order)

@@ -107,6 +107,9 @@ MB = 1024 * 1024
 IMAGE_MIN_THRESHOLD = 23 * MB
 IMAGE_MAX_CONTAINER_THRESHOLD = 1000 * MB
 SIGNATURE_CACHE_SIZE = 256
+# Stale rows up to this many are scored in plain Python (`scalar_local_scores`), below this bound.
+SCALAR_ROWS = 4
+_EXACT_LIMIT = 2**53
 
 TopologyScore = dict[str, dict[str, int]]
 
@@ -243,6 +246,13 @@ def two_resource_balance(cpu: IntArray, mem: IntArray, alloc_cpu: IntArray, allo
     f1 = np.minimum(mem / alloc_mem, 1.0)
     out: IntArray = ((1 - np.abs((f0 - f1) / 2)) * float(MAX_NODE_SCORE)).astype(np.int64)
     return out
+
+
+def _balance(cpu: int, mem: int, alloc_cpu: int, alloc_mem: int) -> int:
+    """`two_resource_balance` of one node (float64 steps as numpy takes them, truncated)."""
+    f0 = min(float(cpu) / float(alloc_cpu), 1.0)
+    f1 = min(float(mem) / float(alloc_mem), 1.0)
+    return int((1 - abs((f0 - f1) / 2)) * float(MAX_NODE_SCORE))
 
 
 def balance_change_score(with_pod: IntArray, without_pod: IntArray) -> IntArray:
@@ -385,7 +395,8 @@ class NodeOrderPlugin:
         self._ns_labels: dict[str, Any] = {}
         self._affinity_scores: OrderedDict[str, IntArray | None] = OrderedDict()
         self._taint_counts: OrderedDict[tuple[Toleration, ...], IntArray | None] = OrderedDict()
-        self._image_scores: OrderedDict[tuple[str, ...], FloatArray] = OrderedDict()
+        # Per image list: the weighted score of every node, None when it is 0 on every node.
+        self._image_scores: OrderedDict[tuple[str, ...], FloatArray | None] = OrderedDict()
         self._image_cols: dict[str, tuple[IntArray, BoolArray]] = {}
         self._image_nodes: Counter[str] = Counter()
         self._local_scores: OrderedDict[PodRequests, ScoreMemo] = OrderedDict()
@@ -490,13 +501,17 @@ class NodeOrderPlugin:
             self._local_scores.move_to_end(req)
         if (memo.stamp[rows] != m.stamp[rows]).any():
             # Recompute every stale node at once: one batch now rather than one per later call.
-            sub = np.flatnonzero(memo.stamp != m.stamp)
+            sub = (memo.stamp != m.stamp).nonzero()[0]
             memo.value[sub] = self.compute_local_scores(req, sub)
             memo.stamp[sub] = m.stamp[sub]
         out: IntArray = memo.value[rows]
         return out
 
     def compute_local_scores(self, req: PodRequests, rows: IntArray) -> IntArray:
+        if len(rows) <= SCALAR_ROWS and req.gpu == 0 and self._cpu_mem_positive:
+            few = self.scalar_local_scores(req, rows)
+            if few is not None:
+                return few
         w = self.weights
         total = np.zeros(len(rows), dtype=np.int64)
         if w.least_requested:
@@ -506,6 +521,46 @@ class NodeOrderPlugin:
         if w.balanced_resource and not req.best_effort:
             total += self.balanced_scores(req, rows) * w.balanced_resource
         return total
+
+    def scalar_local_scores(self, req: PodRequests, rows: IntArray) -> IntArray | None:
+        """`compute_local_scores` for a few rows in plain Python: the same integers.
+
+        Every node has cpu and memory and the pod asks no GPU (the arrays' fast case).  Integer
+        steps are floor divisions as numpy's; the balance's fractions divide the same float64
+        values; None (use the arrays) when a figure reaches 2**53, where int64 products could
+        overflow or a conversion to float could round.
+        """
+        m = self._mirror()
+        assert self._alloc is not None
+        alloc_cpu, alloc_mem, _ = self._alloc
+        w = self.weights
+        balanced = w.balanced_resource and not req.best_effort
+        half = MAX_NODE_SCORE // 2
+        lw0, lw1 = LEAST_ALLOCATED_WEIGHTS
+        mw0, mw1 = MOST_ALLOCATED_WEIGHTS
+        out: list[int] = []
+        for row in rows.tolist():
+            a_cpu, a_mem = int(alloc_cpu[row]), int(alloc_mem[row])
+            r_cpu, r_mem = int(m.nz_cpu[row]) + req.nz_cpu, int(m.nz_memory[row]) + req.nz_memory
+            h_cpu, h_mem = int(m.req_cpu[row]), int(m.req_memory[row])
+            figures = (a_cpu, a_mem, r_cpu, r_mem, h_cpu + req.cpu, h_mem + req.memory)
+            if max(abs(v) for v in figures) >= _EXACT_LIMIT:
+                return None
+            total = 0
+            if w.least_requested:
+                p0 = max((a_cpu - r_cpu) * 100 // a_cpu, 0)
+                p1 = max((a_mem - r_mem) * 100 // a_mem, 0)
+                total += (p0 * lw0 + p1 * lw1) // (lw0 + lw1) * w.least_requested
+            if w.most_requested:
+                p0 = min(r_cpu, a_cpu) * 100 // a_cpu
+                p1 = min(r_mem, a_mem) * 100 // a_mem
+                total += (p0 * mw0 + p1 * mw1) // (mw0 + mw1) * w.most_requested
+            if balanced:
+                with_pod = _balance(h_cpu + req.cpu, h_mem + req.memory, a_cpu, a_mem)
+                without = _balance(h_cpu, h_mem, a_cpu, a_mem)
+                total += (half + (half + with_pod - without) // 2) * w.balanced_resource
+            out.append(total)
+        return np.array(out, dtype=np.int64)
 
     def spread_scores(self, task: TaskInfo, rows: IntArray) -> IntArray | None:
         """PodTopologySpread PreScore + Score + NormalizeScore over `rows` (None when it would Skip)."""
@@ -682,17 +737,23 @@ class NodeOrderPlugin:
         score = int(image_priority(np.asarray([s], dtype=np.int64), len(images))[0])
         return float(score * self.weights.image_locality)
 
-    def image_batch(self, task: TaskInfo, rows: IntArray) -> FloatArray:
-        images = tuple(normalized_image_name(i) for i in task.pod.images)
-        scores = self._image_scores.get(images)
-        if scores is None:
+    def image_batch(self, task: TaskInfo, rows: IntArray) -> FloatArray | None:
+        """ImageLocality over `rows`; None when it scores 0 on every node (it then adds nothing)."""
+        pod_images = task.pod.images
+        images = tuple(normalized_image_name(i) for i in pod_images) if pod_images else ()
+        if images not in self._image_scores:
             # Weighted and converted once for every node; a call gathers its rows.
-            scores = (self._image_all_nodes(images) * self.weights.image_locality).astype(np.float64)
+            weighted = (self._image_all_nodes(images) * self.weights.image_locality).astype(np.float64)
+            scores = weighted if weighted.any() else None
             self._image_scores[images] = scores
             if len(self._image_scores) > SIGNATURE_CACHE_SIZE:
                 self._image_scores.popitem(last=False)
         else:
-            self._image_scores.move_to_end(images)
+            scores = self._image_scores[images]
+            if len(self._image_scores) > 1:
+                self._image_scores.move_to_end(images)
+        if scores is None:
+            return None
         out: FloatArray = scores[rows]
         return out
 

@@ -183,6 +183,8 @@ def switches_from(arguments: dict[str, Any]) -> PredicateSwitches:
 
 def stable_signature(pod: PodFacts) -> tuple[Any, ...]:
     """What the stable filters read from a pod: nodeSelector, required node affinity, tolerations."""
+    if not pod.affinity and not pod.node_selector:  # the common pod: nothing to normalise
+        return ((), None, pod.tolerations)
     required = required_node_selector_raw(pod.affinity)
     req_key = None if required is None else json.dumps(required, sort_keys=True, default=str)
     return (tuple(sorted(pod.node_selector.items())), req_key, pod.tolerations)
@@ -302,7 +304,8 @@ class PredicatesPlugin:
     def pre_predicate(self, task: TaskInfo) -> Exception | None:
         """PreFilters in Volcano's order: NodeAffinity, NodePorts, InterPodAffinity,
         PodTopologySpread, then VolumeBinding and DynamicResources, whose state Reserve needs."""
-        if self.switches.node_affinity and node_names_conflict(task.pod.affinity):
+        affinity = task.pod.affinity
+        if self.switches.node_affinity and affinity and node_names_conflict(affinity):
             return PrePredicateError("NodeAffinity", NODE_AFFINITY_CONFLICT)
         if self.switches.pod_affinity:
             err = self._prefilter_interpod(task)
@@ -562,11 +565,11 @@ class PredicatesPlugin:
                 reasons.append((REASON_PORTS, clash))
         state = self._interpod(task)
         if state is not None and live.any():
-            idx = np.flatnonzero(live)
+            idx = live.nonzero()[0]
             live &= self._apply(interpod_filter_rows(state, m.labels, rows[idx]), idx, IPA_REASONS, out)
         spread = self._spread_state(task)
         if spread is not None and live.any():
-            idx = np.flatnonzero(live)
+            idx = live.nonzero()[0]
             self._apply(spread_filter_rows(spread, m.labels, rows[idx]), idx, SPREAD_REASONS, out)
         return ok, reasons, (unresolvable if unresolvable.any() else None)
 
