@@ -1,4 +1,4 @@
-"""The EventLog contract, run against both backends (memory and SQLite)."""
+"""The EventLog contract, run against every backend (memory, SQLite and PostgreSQL on a real server)."""
 
 from __future__ import annotations
 
@@ -9,14 +9,14 @@ import anyio
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from fumarole_store_kit import ALL_SAMPLES, bind, clock, inject_raw, node, open_backend, pod
+from fumarole_store_kit import ALL_SAMPLES, BACKENDS, bind, clock, inject_raw, node, open_backend, pod
 
 from store.codec import CodecError, encode
 from store.events import NodeUpserted
 from store.log import CorruptEventError, EventLog, LogClosedError, LogError, StoredEvent
 
 
-@pytest.fixture(params=["memory", "sqlite"])
+@pytest.fixture(params=BACKENDS)
 async def log(request, tmp_path):
     lg = await open_backend(request.param, tmp_path)
     yield lg

@@ -1,0 +1,459 @@
+"""PostgresEventLog: the EventLog on PostgreSQL (asyncpg): a log shared by replicas, fenced leaders.
+
+Why asyncpg: the well-kept asyncio driver for PostgreSQL, speaking the binary protocol (BYTEA and
+BIGINT arrays travel without text conversion, which an `unnest` insert of a whole batch relies
+on), with connection pools and LISTEN callbacks built in; psycopg 3 would do too, at a higher
+per-call cost in its async mode.
+
+How sequence numbers stay gap-free with several appenders (other tasks, other processes): a
+SEQUENCE is not transactional (a rolled-back append burns its numbers), so the log keeps its last
+seq in the one-row table `log_head`.  The append transaction locks that row (SELECT … FOR UPDATE),
+numbers its events last+1…, inserts them and the new head, and commits: appenders are serialised
+by the row lock, a rollback gives its numbers back, and commits happen in seq order, so a reader
+that sees seq N has every seq below N too (followers can tail without holes).
+
+Idempotency keys are looked up under that lock; checkpoints, decision-index rows and cycle spans
+commit in the append's transaction; the head update NOTIFYs channel `fumarole_log` with the new
+last seq (delivered at commit), which wakes `tail` on every process listening (with a polling
+fallback of `poll_interval` seconds should a notification be missed).
+
+Fencing: a leader takes `leadership` (store/pg_leadership.py) and gets an epoch; a log with an
+epoch checks it in every write transaction (fumarole_check_epoch: the leadership row is share-locked
+and compared, so a takeover waits for in-flight appends and later ones fail), and every event row
+carries its writer's epoch, which a statement trigger compares with the current one.  A stale
+leader's append is therefore refused by the database (SQLSTATE FM001 → FencedError).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from collections.abc import AsyncGenerator, Collection, Sequence
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+import anyio
+import asyncpg
+
+from store.codec import CodecError, decode, event_row
+from store.events import Event
+from store.index import IndexFields, cycle_spans, decision_query, index_fields
+from store.log import (
+    CorruptEventError,
+    FencedError,
+    LogClosedError,
+    LogError,
+    StoredEvent,
+    check_append_args,
+    check_checkpoint,
+    check_read_args,
+)
+from store.pg_schema import check_schema_pg, migrate_pg
+
+__all__ = ["CHANNEL", "PostgresEventLog", "is_postgres_url", "redact_dsn"]
+
+CHANNEL = "fumarole_log"
+_COLUMNS = "seq, type, v, idem_key, body"
+_INSERT = (
+    "INSERT INTO events (seq, type, v, at_ms, idem_key, body, epoch) "
+    "SELECT s, t, v, a, k, b, $7 FROM unnest($1::bigint[], $2::text[], $3::int[], $4::bigint[], "
+    "$5::text[], $6::bytea[]) AS u(s, t, v, a, k, b)"
+)
+_INSERT_INDEX = (
+    "INSERT INTO decision_index (seq, cycle, type, job, namespace, pod, queue, node, detail) "
+    "SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::text[], $4::text[], $5::text[], $6::text[], "
+    "$7::text[], $8::text[], $9::text[])"
+)
+_UPSERT_CYCLES = (
+    "INSERT INTO decision_cycles (cycle, first_seq, last_seq) "
+    "SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::bigint[]) "
+    "ON CONFLICT (cycle) DO UPDATE SET first_seq = least(decision_cycles.first_seq, excluded.first_seq), "
+    "last_seq = greatest(decision_cycles.last_seq, excluded.last_seq)"
+)
+_UPDATE_HEAD = (
+    "WITH h AS (UPDATE log_head SET last_seq = $1 WHERE id = 1 RETURNING last_seq) "
+    f"SELECT pg_notify('{CHANNEL}', last_seq::text) FROM h"
+)
+_UPSERT_CHECKPOINT = (
+    "INSERT INTO checkpoints (consumer, seq) VALUES ($1, $2) "
+    "ON CONFLICT (consumer) DO UPDATE SET seq = excluded.seq"
+)
+_UPSERT_SNAPSHOT = (
+    "INSERT INTO snapshots (name, seq, data) VALUES ($1, $2, $3) "
+    "ON CONFLICT (name, seq) DO UPDATE SET data = excluded.data"
+)
+FENCED_SQLSTATE = "FM001"
+
+# type, v, at_ms, idem_key, body, decision-index fields (None for a non-decision)
+IndexedRow = tuple[str, int, int | None, str | None, bytes, IndexFields | None]
+
+
+def is_postgres_url(db: str) -> bool:
+    """Whether `--db` names a PostgreSQL database (postgresql:// or postgres://) rather than a file."""
+    return db.startswith(("postgresql://", "postgres://"))
+
+
+def redact_dsn(dsn: str) -> str:
+    """The DSN without its password, for messages and logs."""
+    parts = urlsplit(dsn)
+    if parts.password is None:
+        return dsn
+    netloc = parts.netloc.rsplit("@", 1)
+    user = netloc[0].split(":", 1)[0]
+    return urlunsplit(parts._replace(netloc=f"{user}:***@{netloc[1]}"))
+
+
+def to_dollar_params(sql: str) -> str:
+    """SQLite's `?` placeholders as PostgreSQL's `$1, $2, …` (the shared queries use no `?` in text)."""
+    n = 0
+
+    def sub(_: re.Match[str]) -> str:
+        nonlocal n
+        n += 1
+        return f"${n}"
+
+    return re.sub(r"\?", sub, sql)
+
+
+class PostgresEventLog:
+    """The EventLog on a PostgreSQL database (see the module docstring).
+
+    Open with `await PostgresEventLog.open(dsn)`; `readonly=True` applies no migration, refuses
+    writes and requires the database at the code's schema version.  Writes from one process go
+    through one connection in turn (an asyncio lock); reads use a pool of `readers` connections.
+    """
+
+    def __init__(self, dsn: str, pool: Any, writer: Any, *, readonly: bool, poll_interval: float) -> None:
+        self.dsn = dsn
+        self.path = redact_dsn(dsn)  # what messages name (as SqliteEventLog.path)
+        self.readonly = readonly
+        self.epoch = 0  # the leadership term this log writes in (0: unfenced, before any leader)
+        self._pool = pool
+        self._writer = writer
+        self._write_lock = asyncio.Lock()
+        self._poll_interval = poll_interval
+        self._listener: Any = None
+        self._listen_lock = asyncio.Lock()
+        self._changed: anyio.Event | None = None
+        self._closed = False
+        self.commits = 0
+
+    # -- opening / closing -----------------------------------------------------------------------
+    @classmethod
+    async def open(
+        cls,
+        dsn: str,
+        *,
+        readonly: bool = False,
+        readers: int = 2,
+        poll_interval: float = 1.0,
+        connect_timeout: float = 10.0,
+    ) -> PostgresEventLog:
+        """Connect (and unless readonly, create and migrate the schema)."""
+        where = redact_dsn(dsn)
+        if readers < 1:
+            raise ValueError("readers: at least 1")
+        writer: Any = None
+        pool: Any = None
+        try:
+            if readonly:
+                conn = await asyncpg.connect(dsn, timeout=connect_timeout)
+                try:
+                    await check_schema_pg(conn, where)
+                finally:
+                    await conn.close()
+            else:
+                writer = await asyncpg.connect(dsn, timeout=connect_timeout)
+                await migrate_pg(writer, where)
+            pool = await asyncpg.create_pool(dsn, min_size=1, max_size=readers, timeout=connect_timeout)
+        except BaseException as e:
+            if writer is not None:
+                writer.terminate()
+            if pool is not None:
+                pool.terminate()
+            if isinstance(e, (asyncpg.PostgresError, OSError, asyncpg.InterfaceError, TimeoutError)):
+                raise LogError(f"{where}: cannot open the event log: {e}") from e
+            raise
+        return cls(dsn, pool, writer, readonly=readonly, poll_interval=poll_interval)
+
+    async def close(self) -> None:
+        """Wait for the running write, close every connection; idempotent."""
+        if self._closed:
+            return
+        self._closed = True
+        with anyio.CancelScope(shield=True):
+            async with self._write_lock:
+                if self._writer is not None:
+                    await self._writer.close()
+            if self._listener is not None:
+                await self._listener.close()
+            await self._pool.close()
+        self._notify()
+
+    async def __aenter__(self) -> PostgresEventLog:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    # -- writes ----------------------------------------------------------------------------------
+    async def append(
+        self,
+        events: Sequence[Event],
+        *,
+        idem_keys: Sequence[str | None] | None = None,
+        checkpoint: tuple[str, int] | None = None,
+    ) -> list[int]:
+        keys = check_append_args(len(events), idem_keys, checkpoint)
+        rows: list[IndexedRow] = []
+        for ev, key in zip(events, keys, strict=True):
+            tag, v, data = event_row(ev)  # an event that cannot be encoded fails the whole batch here
+            at_ms = getattr(ev, "at_ms", None)
+            rows.append((tag, v, at_ms if isinstance(at_ms, int) else None, key, data, index_fields(ev)))
+        if not rows and checkpoint is None:
+            self._check_writable()
+            return []
+        return await self._write(rows, checkpoint, None)
+
+    async def set_checkpoint(self, consumer: str, seq: int) -> None:
+        check_checkpoint(consumer, seq)
+        await self._write([], (consumer, seq), None)
+
+    async def save_snapshot(self, name: str, seq: int, data: bytes) -> None:
+        if not isinstance(name, str) or not name:
+            raise ValueError("save_snapshot: the name must be a non-empty string")
+        if isinstance(seq, bool) or not isinstance(seq, int) or seq < 0:
+            raise ValueError(f"save_snapshot: seq must be a non-negative integer, got {seq!r}")
+        await self._write([], None, (name, seq, bytes(data)))
+
+    def _check_writable(self) -> None:
+        if self._closed:
+            raise LogClosedError("the event log is closed")
+        if self.readonly or self._writer is None:
+            raise LogError(f"{self.path}: the event log was opened read-only")
+
+    async def _write(
+        self,
+        rows: list[IndexedRow],
+        checkpoint: tuple[str, int] | None,
+        snapshot: tuple[str, int, bytes] | None,
+    ) -> list[int]:
+        self._check_writable()
+        # Once started, the transaction finishes (commit or rollback) whatever becomes of the caller.
+        with anyio.CancelScope(shield=True):
+            async with self._write_lock:
+                self._check_writable()
+                try:
+                    seqs = await self._transaction(rows, checkpoint, snapshot)
+                except asyncpg.PostgresError as e:
+                    raise _log_error(e) from e
+                except (OSError, asyncpg.InterfaceError) as e:
+                    raise LogError(f"{self.path}: write failed (connection): {e}") from e
+        self.commits += 1
+        if rows:
+            self._notify()
+        return seqs
+
+    async def _transaction(
+        self,
+        rows: list[IndexedRow],
+        checkpoint: tuple[str, int] | None,
+        snapshot: tuple[str, int, bytes] | None,
+    ) -> list[int]:
+        conn = self._writer
+        async with conn.transaction():
+            if self.epoch:
+                await conn.fetchval("SELECT fumarole_check_epoch($1)", self.epoch)
+            seqs: list[int] = []
+            if rows:
+                last = int(await conn.fetchval("SELECT last_seq FROM log_head WHERE id = 1 FOR UPDATE"))
+                wanted = sorted({r[3] for r in rows if r[3] is not None})
+                known: dict[str, int] = {}
+                if wanted:
+                    found = await conn.fetch(
+                        "SELECT idem_key, seq FROM events WHERE idem_key = ANY($1::text[])", wanted
+                    )
+                    known = {str(k): int(s) for k, s in found}
+                cols: tuple[list[Any], ...] = ([], [], [], [], [], [])
+                indexed: list[tuple[Any, ...]] = []
+                next_seq = last + 1
+                for tag, v, at_ms, key, data, fields in rows:
+                    if key is not None:
+                        old = known.get(key)
+                        if old is not None:
+                            seqs.append(old)
+                            continue
+                        known[key] = next_seq
+                    for col, value in zip(cols, (next_seq, tag, v, at_ms, key, data), strict=True):
+                        col.append(value)
+                    if fields is not None:
+                        indexed.append((next_seq, *fields))
+                    seqs.append(next_seq)
+                    next_seq += 1
+                if cols[0]:
+                    await conn.execute(_INSERT, *cols, self.epoch)
+                    if indexed:
+                        await conn.execute(_INSERT_INDEX, *(list(c) for c in zip(*indexed, strict=True)))
+                        spans = cycle_spans(indexed)
+                        await conn.execute(_UPSERT_CYCLES, *(list(c) for c in zip(*spans, strict=True)))
+                    await conn.execute(_UPDATE_HEAD, next_seq - 1)
+            if checkpoint is not None:
+                await conn.execute(_UPSERT_CHECKPOINT, checkpoint[0], checkpoint[1])
+            if snapshot is not None:
+                await conn.execute(_UPSERT_SNAPSHOT, *snapshot)
+        return seqs
+
+    # -- notifications ---------------------------------------------------------------------------
+    def _notify(self) -> None:
+        if self._changed is not None:
+            self._changed.set()
+            self._changed = None
+
+    def _on_notification(self, *_: Any) -> None:
+        self._notify()
+
+    async def _ensure_listening(self) -> None:
+        if self._listener is not None:
+            return
+        async with self._listen_lock:
+            if self._listener is None and not self._closed:
+                conn = await asyncpg.connect(self.dsn)
+                await conn.add_listener(CHANNEL, self._on_notification)
+                self._listener = conn
+
+    # -- reads -----------------------------------------------------------------------------------
+    async def _fetch(self, sql: str, *params: Any) -> list[Any]:
+        if self._closed:
+            raise LogClosedError("the event log is closed")
+        try:
+            return list(await self._pool.fetch(sql, *params))
+        except asyncpg.PostgresError as e:
+            raise LogError(f"{self.path}: read failed: {e}") from e
+        except (OSError, asyncpg.InterfaceError) as e:
+            if self._closed:
+                raise LogClosedError("the event log is closed") from e
+            raise LogError(f"{self.path}: read failed (connection): {e}") from e
+
+    async def _select_rows(
+        self, from_seq: int, to_seq: int | None, limit: int, types: Collection[str] | None
+    ) -> list[Any]:
+        if types is not None and not types:
+            return []
+        where = ["seq >= $1"]
+        params: list[Any] = [from_seq]
+        if to_seq is not None:
+            params.append(to_seq)
+            where.append(f"seq <= ${len(params)}")
+        if types is not None:
+            params.append(sorted(set(types)))
+            where.append(f"type = ANY(${len(params)}::text[])")
+        params.append(limit)
+        sql = f"SELECT {_COLUMNS} FROM events WHERE {' AND '.join(where)} ORDER BY seq LIMIT ${len(params)}"
+        return await self._fetch(sql, *params)
+
+    async def read(
+        self, from_seq: int = 1, limit: int = 1000, *, types: Collection[str] | None = None
+    ) -> list[StoredEvent]:
+        check_read_args(from_seq, limit)
+        return [_stored(r) for r in await self._select_rows(from_seq, None, limit, types)]
+
+    async def read_range(
+        self, from_seq: int, to_seq: int, *, types: Collection[str] | None = None, batch: int = 10000
+    ) -> AsyncGenerator[StoredEvent, None]:
+        check_read_args(from_seq, batch)
+        seq = from_seq
+        while seq <= to_seq:
+            page = await self._select_rows(seq, to_seq, batch, types)
+            if not page:
+                return
+            for row in page:
+                yield _stored(row)
+            seq = int(page[-1][0]) + 1
+
+    async def tail(
+        self, from_seq: int, *, limit: int = 1000, timeout: float | None = None
+    ) -> list[StoredEvent]:
+        check_read_args(from_seq, limit)
+        with anyio.move_on_after(timeout):
+            while True:
+                if self._closed:
+                    raise LogClosedError("the event log is closed")
+                await self._ensure_listening()
+                if self._changed is None:
+                    self._changed = anyio.Event()
+                changed = self._changed
+                page = await self.read(from_seq, limit)
+                if page:
+                    return page
+                with anyio.move_on_after(self._poll_interval):
+                    await changed.wait()
+        return []
+
+    async def read_decisions(
+        self, *, since: int = 1, limit: int = 100, types: tuple[str, ...] = (), **filters: str | int | None
+    ) -> list[StoredEvent]:
+        """Decision events matching every filter through the decision index (store/index.py)."""
+        check_read_args(since, limit)
+        sql, params = decision_query(since=since, limit=limit, types=types, **filters)
+        return [_stored(r) for r in await self._fetch(to_dollar_params(sql), *params)]
+
+    async def last_seq(self) -> int:
+        rows = await self._fetch("SELECT last_seq FROM log_head WHERE id = 1")
+        return int(rows[0][0])
+
+    async def checkpoint(self, consumer: str) -> int:
+        rows = await self._fetch("SELECT seq FROM checkpoints WHERE consumer = $1", consumer)
+        return int(rows[0][0]) if rows else 0
+
+    async def checkpoints(self) -> dict[str, int]:
+        """Every consumer's checkpoint (diagnostics, the migration's verification)."""
+        rows = await self._fetch("SELECT consumer, seq FROM checkpoints ORDER BY consumer")
+        return {str(c): int(s) for c, s in rows}
+
+    async def latest_snapshot(
+        self, name: str, *, at_or_before: int | None = None
+    ) -> tuple[int, bytes] | None:
+        if at_or_before is None:
+            rows = await self._fetch(
+                "SELECT seq, data FROM snapshots WHERE name = $1 ORDER BY seq DESC LIMIT 1", name
+            )
+        else:
+            rows = await self._fetch(
+                "SELECT seq, data FROM snapshots WHERE name = $1 AND seq <= $2 ORDER BY seq DESC LIMIT 1",
+                name,
+                at_or_before,
+            )
+        return (int(rows[0][0]), bytes(rows[0][1])) if rows else None
+
+    async def fetch(self, sql: str, *params: Any) -> list[Any]:
+        """Run a read query on the reader pool (the leadership helpers, the migration's digest)."""
+        return await self._fetch(sql, *params)
+
+    async def execute_write(self, sql: str, *params: Any) -> list[Any]:
+        """Run one statement on the writer connection, in turn with the appends (leadership changes)."""
+        self._check_writable()
+        with anyio.CancelScope(shield=True):
+            async with self._write_lock:
+                self._check_writable()
+                try:
+                    return list(await self._writer.fetch(sql, *params))
+                except asyncpg.PostgresError as e:
+                    raise _log_error(e) from e
+                except (OSError, asyncpg.InterfaceError) as e:
+                    raise LogError(f"{self.path}: write failed (connection): {e}") from e
+        raise AssertionError("unreachable")  # pragma: no cover - mypy: a shielded scope may swallow
+
+
+def _stored(row: Any) -> StoredEvent:
+    seq, tag, v, key, body = row
+    try:
+        ev = decode(tag, v, body)
+    except CodecError as e:
+        raise CorruptEventError(seq, str(e)) from e
+    return StoredEvent(seq=seq, type=tag, event=ev, idem_key=key)
+
+
+def _log_error(e: asyncpg.PostgresError) -> LogError:
+    if getattr(e, "sqlstate", None) == FENCED_SQLSTATE:
+        return FencedError(str(e))
+    return LogError(f"write failed, nothing of it was written: {type(e).__name__}: {e}")
