@@ -33,7 +33,9 @@ _RENEW = (
     "UPDATE leadership SET expires_at = clock_timestamp() + make_interval(secs => $2) "
     "WHERE id = 1 AND epoch = $1 RETURNING epoch"
 )
-_RELEASE = "UPDATE leadership SET expires_at = '-infinity' WHERE id = 1 AND epoch = $1 RETURNING epoch"
+_RELEASE = (
+    "UPDATE leadership SET expires_at = '1970-01-01 00:00:00+00' WHERE id = 1 AND epoch = $1 RETURNING epoch"
+)
 _STATE = (
     "SELECT epoch, holder, extract(epoch FROM expires_at - clock_timestamp())::float8 "
     "FROM leadership WHERE id = 1"
