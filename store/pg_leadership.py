@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from store.log import LogError
 from store.postgres import PostgresEventLog
 
 __all__ = ["Leadership", "LeaseState", "Term", "leader_terms", "lease_state"]
@@ -29,6 +30,7 @@ INSERT INTO leader_terms (epoch, holder, started_at, first_seq)
 SELECT epoch, holder, clock_timestamp(), (SELECT last_seq + 1 FROM log_head WHERE id = 1) FROM taken
 RETURNING epoch
 """
+_LOCK_NOT_AVAILABLE = "55P03"
 _RENEW = (
     "UPDATE leadership SET expires_at = clock_timestamp() + make_interval(secs => $2) "
     "WHERE id = 1 AND epoch = $1 RETURNING epoch"
@@ -72,7 +74,12 @@ class Leadership:
 
     async def acquire(self) -> int | None:
         """Take the lease if it is free or expired; the new epoch (the log now writes in it), or None."""
-        rows = await self.log.execute_write(_ACQUIRE, self.holder, self.lease_seconds)
+        try:
+            rows = await self.log.execute_write(_ACQUIRE, self.holder, self.lease_seconds)
+        except LogError as e:
+            if getattr(e.__cause__, "sqlstate", None) == _LOCK_NOT_AVAILABLE:
+                return None  # the leader is inside an append (its session ends if it is paused there)
+            raise
         if not rows:
             return None
         self.log.epoch = int(rows[0][0])

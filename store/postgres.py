@@ -148,8 +148,14 @@ class PostgresEventLog:
         readers: int = 2,
         poll_interval: float = 1.0,
         connect_timeout: float = 10.0,
+        session_timeout: float = 10.0,
     ) -> PostgresEventLog:
-        """Connect (and unless readonly, create and migrate the schema)."""
+        """Connect (and unless readonly, create and migrate the schema).
+
+        `session_timeout` bounds how long the writer's session may wait for a lock and stay idle
+        inside a transaction: a process paused in the middle of an append (SIGSTOP, a VM freeze)
+        has its session ended by the server after that long, so its locks cannot keep a standby
+        from taking over (lock_timeout, idle_in_transaction_session_timeout)."""
         where = redact_dsn(dsn)
         if readers < 1:
             raise ValueError("readers: at least 1")
@@ -163,7 +169,12 @@ class PostgresEventLog:
                 finally:
                     await conn.close()
             else:
-                writer = await asyncpg.connect(dsn, timeout=connect_timeout)
+                ms = str(max(1, round(session_timeout * 1000)))
+                writer = await asyncpg.connect(
+                    dsn,
+                    timeout=connect_timeout,
+                    server_settings={"lock_timeout": ms, "idle_in_transaction_session_timeout": ms},
+                )
                 await migrate_pg(writer, where)
             pool = await asyncpg.create_pool(dsn, min_size=1, max_size=readers, timeout=connect_timeout)
         except BaseException as e:

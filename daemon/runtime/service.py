@@ -33,10 +33,12 @@ from daemon.runtime.live_loop import run_live
 from daemon.runtime.lockstep import TRACKED_TYPES, LockstepTracker, Step
 from daemon.runtime.session_loop import CycleRunner, CycleSummary
 from daemon.runtime.settings import Settings, split_listen
+from daemon.runtime.shared_log import IGNORE_LEASE_LOSS, SharedLogLeader
 from daemon.runtime.systemd import Notifier
 from daemon.runtime.writer import Writer
 from store.events import DECISIONS, BindDecided, EvictDecided
 from store.lock import LogLockedError, WriterLock, check_unlocked
+from store.postgres import PostgresEventLog, redact_dsn
 from store.sqlite import SqliteEventLog
 
 if TYPE_CHECKING:
@@ -83,6 +85,7 @@ class Service:
         self._stop_ev = anyio.Event()
         self.faults = FaultInjection()
         self.adapter: Any = None
+        self.shared: SharedLogLeader | None = None  # with --db postgresql://…: this replica's leadership
 
     # ------------------------------------------------------------------ start-up
     def _make_adapter(self) -> Any:
@@ -138,6 +141,8 @@ class Service:
             self.faults = FaultInjection.from_env(os.environ)
         except ValueError as e:
             raise ServiceError(str(e)) from None
+        if s.db:
+            return await self._run_shared(conf, adapter)
         try:
             check_unlocked(s.db_path)
         except LogLockedError as e:
@@ -161,8 +166,59 @@ class Service:
             if api_socket is not None:
                 api_socket.close()
 
+    async def _run_shared(self, conf: ConfWatcher, adapter: Any) -> int:
+        """On a shared PostgreSQL log: stand by until this replica holds the lease, then lead."""
+        s = self.settings
+        if s.api:
+            raise ServiceError(
+                "db: the REST API is not served on a PostgreSQL log yet; pass --no-api "
+                "(docs/postgresql.md, 'What is left')"
+            )
+        event_log = await PostgresEventLog.open(s.db, session_timeout=max(0.5, s.lease_duration / 2))
+        try:
+            shared = self.shared = SharedLogLeader(
+                event_log, s.lease_duration, ignore_loss=os.environ.get(IGNORE_LEASE_LOSS) == "1"
+            )
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(self._watch_signals, tg.cancel_scope)
+                leading = await shared.wait_for_lease(lambda: self.stop_requested, self._standby)
+                tg.cancel_scope.cancel()
+            if not leading:
+                return 0
+            self._say(f"leading the shared log {redact_dsn(s.db)} (epoch {shared.epoch})")
+            rc = 0
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(shared.keep_lease, tg.cancel_scope.cancel)
+                rc = await self._run_with_log(event_log, conf, adapter, None)
+                tg.cancel_scope.cancel()
+            if shared.lost:
+                log.error("stopped: another replica took the lease over")
+                print("fumarole: error: lost the lease of the shared log; stopped", file=sys.stderr)
+                return 1
+            with anyio.CancelScope(shield=True):
+                await shared.release()
+            return rc
+        finally:
+            with anyio.CancelScope(shield=True):
+                await event_log.close()
+            self.notifier.stopping("stopped")
+
+    def _standby(self, line: str) -> None:
+        self.notifier.status(line)
+        self._say(line)
+
+    def _may_write(self) -> bool:
+        """False once this replica lost the lease of a shared log (its writes would be refused)."""
+        return self.shared is None or not self.shared.lost
+
+    def _db_label(self) -> str:
+        s = self.settings
+        return redact_dsn(s.db) if s.db else str(s.db_path)
+
     def leadership(self) -> tuple[bool | None, str]:
         """With leader election: (whether this replica leads, the lease holder); else (None, "")."""
+        if self.shared is not None:
+            return self.shared.leading, self.shared.leader
         adapter = self.adapter
         return adapter.leadership() if isinstance(adapter, LiveCluster) else (None, "")
 
@@ -182,7 +238,11 @@ class Service:
             raise ServiceError(str(e)) from None
 
     async def _run_with_log(
-        self, event_log: SqliteEventLog, conf: ConfWatcher, adapter: Any, api_socket: socket.socket | None
+        self,
+        event_log: SqliteEventLog | PostgresEventLog,
+        conf: ConfWatcher,
+        adapter: Any,
+        api_socket: socket.socket | None,
     ) -> int:
         from daemon.cache import load_projection
 
@@ -192,7 +252,7 @@ class Service:
         log.info(
             "log opened",
             extra={
-                "db": str(self.settings.db_path),
+                "db": self._db_label(),
                 "last_seq": last,
                 "rebuild_s": round(time.monotonic() - t0, 3),
             },
@@ -249,8 +309,9 @@ class Service:
                 if api_runner is not None:
                     with anyio.CancelScope(shield=True):
                         await api_runner.cleanup()
-                with anyio.CancelScope(shield=True):
-                    await self._save_snapshot(event_log, projection, force=True)
+                if self._may_write():
+                    with anyio.CancelScope(shield=True):
+                        await self._save_snapshot(event_log, projection, force=True)
                 tg.cancel_scope.cancel()
         return rc
 
@@ -262,7 +323,7 @@ class Service:
         dispatcher: Dispatcher,
         runner: CycleRunner,
         lockstep: LockstepTracker,
-        event_log: SqliteEventLog,
+        event_log: SqliteEventLog | PostgresEventLog,
     ) -> int:
         """advance → cycle → dispatch → …, starting at the step the log says comes next."""
         while True:
@@ -308,7 +369,7 @@ class Service:
         st.last = s
 
     async def _save_snapshot(
-        self, event_log: SqliteEventLog, projection: Any, *, force: bool = False
+        self, event_log: SqliteEventLog | PostgresEventLog, projection: Any, *, force: bool = False
     ) -> None:
         from daemon.cache import save_projection
 
@@ -363,7 +424,7 @@ class Service:
                 f"   (the log in {self.settings.data_dir} already holds this finished run; "
                 "remove it or pass --data-dir to start a new one)"
             )
-        lines.append(f"   log: {self.settings.db_path}  (inspect: fumarole events / replay --db ...)")
+        lines.append(f"   log: {self._db_label()}  (inspect: fumarole events / replay --db ...)")
         for line in lines:
             self._say(line)
 
@@ -390,13 +451,18 @@ class Service:
             await anyio.sleep(interval)
 
     async def _start_api(
-        self, event_log: SqliteEventLog, projection: Any, writer: Writer, sock: socket.socket
+        self,
+        event_log: SqliteEventLog | PostgresEventLog,
+        projection: Any,
+        writer: Writer,
+        sock: socket.socket,
     ) -> Any:
         from aiohttp import web
 
         from api.app import build_app
         from daemon.runtime.api_view import LiveView
 
+        assert isinstance(event_log, SqliteEventLog)  # no API on a PostgreSQL log (yet): _run_shared
         view = LiveView(self, event_log, projection, writer)
         app = build_app(view, token=self.settings.api_token, max_body_bytes=self.settings.max_body_bytes)
         runner = web.AppRunner(app, access_log=None)

@@ -1,0 +1,119 @@
+"""Leading on a shared PostgreSQL log: stand by until the lease is ours, keep it, hand it over.
+
+Several replicas (`fumarole run --db postgresql://…`) share one log.  Each holds a `Leadership`
+(store/pg_leadership.py) on it: a standby tries the lease every `lease/4` seconds (at most 0.5 s)
+and takes it once the leader has not renewed it for `lease_duration` seconds (a crash, kill -9,
+a pause, a lost network); it then starts exactly as a restarted daemon does, from the log (newest
+snapshot plus the tail, the lockstep's position, the adapter resumed from the recorded facts),
+so cycle numbering and the simulation continue where the old leader stopped.
+
+The leader renews every `lease/3` seconds; a renewal that finds another epoch means it was taken
+over: the leader stops at once (exit 1).  That is good manners only: should a stale leader write
+before it notices (a process paused past its lease and resumed), the database refuses the write
+(its rows carry the old epoch; FencedError), which also stops it.  A clean stop releases the
+lease so a standby takes over without waiting.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import secrets
+import socket
+from collections.abc import Awaitable, Callable
+
+import anyio
+
+from store.log import FencedError
+from store.pg_leadership import Leadership, lease_state
+from store.postgres import PostgresEventLog
+
+__all__ = ["IGNORE_LEASE_LOSS", "SharedLogLeader", "fenced_error", "holder_name"]
+
+log = logging.getLogger("fumarole.leader")
+
+# Test-only: a leader that does not notice it lost the lease (to prove the database refuses it).
+IGNORE_LEASE_LOSS = "FUMAROLE_TEST_IGNORE_LEASE_LOSS"
+
+
+def holder_name() -> str:
+    """This process's name in the lease: host, PID and a random suffix (unique per process)."""
+    return f"{socket.gethostname()}/{os.getpid()}/{secrets.token_hex(3)}"
+
+
+def fenced_error(exc: BaseException) -> FencedError | None:
+    """The FencedError in `exc` (itself or inside exception groups), or None."""
+    if isinstance(exc, FencedError):
+        return exc
+    if isinstance(exc, BaseExceptionGroup):
+        for e in exc.exceptions:
+            found = fenced_error(e)
+            if found is not None:
+                return found
+    cause = exc.__cause__ or exc.__context__
+    return fenced_error(cause) if isinstance(cause, FencedError) else None
+
+
+class SharedLogLeader:
+    """This replica's leadership of the shared log `event_log`."""
+
+    def __init__(
+        self, event_log: PostgresEventLog, lease_seconds: float, *, ignore_loss: bool = False
+    ) -> None:
+        self.leadership = Leadership(event_log, holder_name(), lease_seconds)
+        self.leading = False
+        self.lost = False
+        self.ignore_loss = ignore_loss
+        self.leader = ""  # the holder this replica last saw leading
+
+    @property
+    def epoch(self) -> int:
+        return self.leadership.epoch
+
+    async def wait_for_lease(self, stopping: Callable[[], bool], on_standby: Callable[[str], None]) -> bool:
+        """Try the lease until it is ours (True) or `stopping()` (False)."""
+        lease = self.leadership.lease_seconds
+        pause = min(lease / 4, 0.5)
+        announced = ""
+        while not stopping():
+            epoch = await self.leadership.acquire()
+            if epoch is not None:
+                self.leading = True
+                self.leader = self.leadership.holder
+                log.info("leading the shared log", extra={"epoch": epoch, "holder": self.leader})
+                return True
+            state = await lease_state(self.leadership.log)
+            self.leader = state.holder
+            if state.holder != announced:
+                announced = state.holder
+                on_standby(f"standing by: {state.holder} leads the shared log (epoch {state.epoch})")
+            await anyio.sleep(pause)
+        return False
+
+    async def keep_lease(self, on_lost: Callable[[], Awaitable[None] | None]) -> None:
+        """Renew every lease/3 seconds; on losing the lease call `on_lost` (unless told to ignore it)."""
+        interval = self.leadership.lease_seconds / 3
+        while True:
+            await anyio.sleep(interval)
+            if await self.leadership.renew():
+                continue
+            self.leading = False
+            state = await lease_state(self.leadership.log)
+            self.leader = state.holder
+            log.error(
+                "lost the lease of the shared log",
+                extra={"epoch": self.epoch, "now_epoch": state.epoch, "holder": state.holder},
+            )
+            if self.ignore_loss:
+                return
+            self.lost = True
+            res = on_lost()
+            if res is not None:
+                await res
+            return
+
+    async def release(self) -> None:
+        """Hand the lease over now (a clean stop)."""
+        if self.leading:
+            self.leading = False
+            await self.leadership.release()
