@@ -54,6 +54,31 @@ __all__ = ["CHANNEL", "PostgresEventLog", "is_postgres_url", "redact_dsn"]
 
 CHANNEL = "fumarole_log"
 _COLUMNS = "seq, type, v, idem_key, body"
+# The log head locked (appenders queue on this row) and the batch's idempotency keys looked up.
+_LOCK_HEAD = (
+    "SELECT h.last_seq, k.keys, k.seqs FROM log_head h, LATERAL (SELECT array_agg(idem_key) AS keys, "
+    "array_agg(seq) AS seqs FROM events WHERE idem_key = ANY($1::text[])) k WHERE h.id = 1 FOR UPDATE OF h"
+)
+# The rest of an append in one statement: decision-index rows ($1-$9), cycle spans ($10-$12), the
+# new head ($13, NOTIFYing the channel at commit); _WRITE_ALL also inserts the events ($14-$20).
+_WRITE_REST_CTES = (
+    "WITH d AS (INSERT INTO decision_index (seq, cycle, type, job, namespace, pod, queue, node, detail) "
+    "SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::text[], $4::text[], $5::text[], $6::text[], "
+    "$7::text[], $8::text[], $9::text[])), "
+    "c AS (INSERT INTO decision_cycles (cycle, first_seq, last_seq) "
+    "SELECT * FROM unnest($10::bigint[], $11::bigint[], $12::bigint[]) "
+    "ON CONFLICT (cycle) DO UPDATE SET first_seq = least(decision_cycles.first_seq, excluded.first_seq), "
+    "last_seq = greatest(decision_cycles.last_seq, excluded.last_seq)), "
+    "h AS (UPDATE log_head SET last_seq = $13 WHERE id = 1 RETURNING last_seq)"
+)
+_NOTIFY = f" SELECT pg_notify('{CHANNEL}', last_seq::text) FROM h"
+_WRITE_REST = _WRITE_REST_CTES + _NOTIFY
+_WRITE_ALL = (
+    _WRITE_REST_CTES + ", e AS (INSERT INTO events (seq, type, v, at_ms, idem_key, body, epoch) "
+    "SELECT s, t, v, a, k, b, $20 FROM unnest($14::bigint[], $15::text[], $16::int[], $17::bigint[], "
+    "$18::text[], $19::bytea[]) AS u(s, t, v, a, k, b))" + _NOTIFY
+)
+# For `fumarole migrate --from … --to …` (store/copy.py): rows, index rows and spans as they are.
 _INSERT = (
     "INSERT INTO events (seq, type, v, at_ms, idem_key, body, epoch) "
     "SELECT s, t, v, a, k, b, $7 FROM unnest($1::bigint[], $2::text[], $3::int[], $4::bigint[], "
@@ -70,10 +95,6 @@ _UPSERT_CYCLES = (
     "ON CONFLICT (cycle) DO UPDATE SET first_seq = least(decision_cycles.first_seq, excluded.first_seq), "
     "last_seq = greatest(decision_cycles.last_seq, excluded.last_seq)"
 )
-_UPDATE_HEAD = (
-    "WITH h AS (UPDATE log_head SET last_seq = $1 WHERE id = 1 RETURNING last_seq) "
-    f"SELECT pg_notify('{CHANNEL}', last_seq::text) FROM h"
-)
 _UPSERT_CHECKPOINT = (
     "INSERT INTO checkpoints (consumer, seq) VALUES ($1, $2) "
     "ON CONFLICT (consumer) DO UPDATE SET seq = excluded.seq"
@@ -83,6 +104,9 @@ _UPSERT_SNAPSHOT = (
     "ON CONFLICT (name, seq) DO UPDATE SET data = excluded.data"
 )
 FENCED_SQLSTATE = "FM001"
+_EVENT_COLUMNS = ["seq", "type", "v", "at_ms", "idem_key", "body", "epoch"]
+_INDEX_COLUMNS = ["seq", "cycle", "type", "job", "namespace", "pod", "queue", "node", "detail"]
+_COPY_FROM = 64  # rows: from this many a batch goes in with COPY (fewer: one INSERT … unnest)
 
 # type, v, at_ms, idem_key, body, decision-index fields (None for a non-decision)
 IndexedRow = tuple[str, int, int | None, str | None, bytes, IndexFields | None]
@@ -277,14 +301,11 @@ class PostgresEventLog:
                 await conn.fetchval("SELECT fumarole_check_epoch($1)", self.epoch)
             seqs: list[int] = []
             if rows:
-                last = int(await conn.fetchval("SELECT last_seq FROM log_head WHERE id = 1 FOR UPDATE"))
+                # One round trip: lock the head (appenders queue here) and look the keys up.
                 wanted = sorted({r[3] for r in rows if r[3] is not None})
-                known: dict[str, int] = {}
-                if wanted:
-                    found = await conn.fetch(
-                        "SELECT idem_key, seq FROM events WHERE idem_key = ANY($1::text[])", wanted
-                    )
-                    known = {str(k): int(s) for k, s in found}
+                head = await conn.fetchrow(_LOCK_HEAD, wanted)
+                last = int(head[0])
+                known = dict(zip(head[1] or (), head[2] or (), strict=True))
                 cols: tuple[list[Any], ...] = ([], [], [], [], [], [])
                 indexed: list[tuple[Any, ...]] = []
                 next_seq = last + 1
@@ -302,12 +323,22 @@ class PostgresEventLog:
                     seqs.append(next_seq)
                     next_seq += 1
                 if cols[0]:
-                    await conn.execute(_INSERT, *cols, self.epoch)
-                    if indexed:
-                        await conn.execute(_INSERT_INDEX, *(list(c) for c in zip(*indexed, strict=True)))
-                        spans = cycle_spans(indexed)
-                        await conn.execute(_UPSERT_CYCLES, *(list(c) for c in zip(*spans, strict=True)))
-                    await conn.execute(_UPDATE_HEAD, next_seq - 1)
+                    index_cols = [list(c) for c in zip(*indexed, strict=True)] or [[]] * 9
+                    spans = cycle_spans(indexed)
+                    span_cols = [list(c) for c in zip(*spans, strict=True)] or [[]] * 3
+                    if len(cols[0]) >= _COPY_FROM:
+                        records = zip(*cols, [self.epoch] * len(cols[0]), strict=True)
+                        await conn.copy_records_to_table("events", records=records, columns=_EVENT_COLUMNS)
+                        if len(indexed) >= _COPY_FROM:
+                            await conn.copy_records_to_table(
+                                "decision_index", records=indexed, columns=_INDEX_COLUMNS
+                            )
+                            index_cols = [[]] * 9
+                        await conn.execute(_WRITE_REST, *index_cols, *span_cols, next_seq - 1)
+                    else:  # one round trip: events, index rows, cycle spans, head and NOTIFY
+                        await conn.execute(
+                            _WRITE_ALL, *index_cols, *span_cols, next_seq - 1, *cols, self.epoch
+                        )
             if checkpoint is not None:
                 await conn.execute(_UPSERT_CHECKPOINT, checkpoint[0], checkpoint[1])
             if snapshot is not None:
