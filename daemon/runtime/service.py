@@ -167,41 +167,74 @@ class Service:
                 api_socket.close()
 
     async def _run_shared(self, conf: ConfWatcher, adapter: Any) -> int:
-        """On a shared PostgreSQL log: stand by until this replica holds the lease, then lead."""
+        """On a shared PostgreSQL log: stand by (serving the API read-only from the followed log)
+        until this replica holds the lease, then lead (daemon/runtime/shared_log.py)."""
         s = self.settings
-        if s.api:
-            raise ServiceError(
-                "db: the REST API is not served on a PostgreSQL log yet; pass --no-api "
-                "(docs/postgresql.md, 'What is left')"
-            )
-        event_log = await PostgresEventLog.open(s.db, session_timeout=max(0.5, s.lease_duration / 2))
+        api_socket = self._bind_api() if s.api else None
         try:
-            shared = self.shared = SharedLogLeader(
-                event_log, s.lease_duration, ignore_loss=os.environ.get(IGNORE_LEASE_LOSS) == "1"
-            )
-            async with anyio.create_task_group() as tg:
-                tg.start_soon(self._watch_signals, tg.cancel_scope)
-                leading = await shared.wait_for_lease(lambda: self.stop_requested, self._standby)
-                tg.cancel_scope.cancel()
-            if not leading:
-                return 0
-            self._say(f"leading the shared log {redact_dsn(s.db)} (epoch {shared.epoch})")
-            rc = 0
-            async with anyio.create_task_group() as tg:
-                tg.start_soon(shared.keep_lease, tg.cancel_scope.cancel)
-                rc = await self._run_with_log(event_log, conf, adapter, None)
-                tg.cancel_scope.cancel()
-            if shared.lost:
-                log.error("stopped: another replica took the lease over")
-                print("fumarole: error: lost the lease of the shared log; stopped", file=sys.stderr)
-                return 1
-            with anyio.CancelScope(shield=True):
-                await shared.release()
-            return rc
+            event_log = await PostgresEventLog.open(s.db, session_timeout=max(0.5, s.lease_duration / 2))
+            try:
+                return await self._lead_shared(event_log, conf, adapter, api_socket)
+            finally:
+                with anyio.CancelScope(shield=True):
+                    await event_log.close()
+                self.notifier.stopping("stopped")
         finally:
-            with anyio.CancelScope(shield=True):
-                await event_log.close()
-            self.notifier.stopping("stopped")
+            if api_socket is not None:
+                api_socket.close()
+
+    async def _lead_shared(
+        self, event_log: PostgresEventLog, conf: ConfWatcher, adapter: Any, api_socket: socket.socket | None
+    ) -> int:
+        s = self.settings
+        shared = self.shared = SharedLogLeader(
+            event_log, s.lease_duration, ignore_loss=os.environ.get(IGNORE_LEASE_LOSS) == "1"
+        )
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(self._watch_signals, tg.cancel_scope)
+            standby = await self._standby_api(tg, api_socket) if api_socket is not None else None
+            try:
+                leading = await shared.wait_for_lease(lambda: self.stop_requested, self._standby)
+            finally:
+                if standby is not None:
+                    with anyio.CancelScope(shield=True):
+                        await standby[0].cleanup()
+                        await standby[1].close()
+                tg.cancel_scope.cancel()
+        if not leading:
+            return 0
+        self._say(f"leading the shared log {redact_dsn(s.db)} (epoch {shared.epoch})")
+        rc = 0
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(shared.keep_lease, tg.cancel_scope.cancel)
+            rc = await self._run_with_log(event_log, conf, adapter, api_socket)
+            tg.cancel_scope.cancel()
+        if shared.lost:
+            log.error("stopped: another replica took the lease over")
+            print("fumarole: error: lost the lease of the shared log; stopped", file=sys.stderr)
+            return 1
+        with anyio.CancelScope(shield=True):
+            await shared.release()
+        return rc
+
+    async def _standby_api(self, tg: Any, sock: socket.socket) -> tuple[Any, Any]:
+        """While standing by: the API read-only over a projection following the shared log (on a
+        duplicate of the listening socket, so the leader's API takes the socket over afterwards)."""
+        from aiohttp import web
+
+        from api.app import build_app
+        from daemon.runtime.api_view import ReadOnlyView
+
+        view = await ReadOnlyView.open(self.settings.db, freeze_gc=False)
+        tg.start_soon(view.follow)
+        app = build_app(view, token=self.settings.api_token, max_body_bytes=self.settings.max_body_bytes)
+        runner = web.AppRunner(app, access_log=None)
+        await runner.setup()
+        await web.SockSite(runner, sock.dup()).start()
+        bound = sock.getsockname()[:2]
+        self.listen_address = (str(bound[0]), int(bound[1]))
+        self._say(f"REST API on http://{bound[0]}:{bound[1]} (standing by: read-only, following the log)")
+        return runner, view
 
     def _standby(self, line: str) -> None:
         self.notifier.status(line)
@@ -419,7 +452,9 @@ class Service:
         stuck = sim.stuck_pods() if hasattr(sim, "stuck_pods") else []
         if stuck:
             lines.append(f"   {len(stuck)} pod(s) can never be placed: {', '.join(stuck[:5])}")
-        if st.cycles == 0 and drained:
+        if st.cycles == 0 and drained and self.settings.db:
+            lines.append(f"   (the shared log already holds this finished run; {self._db_label()})")
+        elif st.cycles == 0 and drained:
             lines.append(
                 f"   (the log in {self.settings.data_dir} already holds this finished run; "
                 "remove it or pass --data-dir to start a new one)"
@@ -462,7 +497,6 @@ class Service:
         from api.app import build_app
         from daemon.runtime.api_view import LiveView
 
-        assert isinstance(event_log, SqliteEventLog)  # no API on a PostgreSQL log (yet): _run_shared
         view = LiveView(self, event_log, projection, writer)
         app = build_app(view, token=self.settings.api_token, max_body_bytes=self.settings.max_body_bytes)
         runner = web.AppRunner(app, access_log=None)

@@ -11,13 +11,16 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import json
 import os
 import random
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
 import time
+import urllib.request
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +34,7 @@ from fumarole_store_kit import run_pg
 from daemon.runtime.cycle import comparable, describe
 from daemon.runtime.shared_log import IGNORE_LEASE_LOSS
 from store.events import BindDecided, CycleOpened
+from store.index import DECISION_TYPES
 from store.log import StoredEvent
 from store.postgres import PostgresEventLog
 
@@ -80,11 +84,11 @@ def read_pg(dsn: str) -> list[StoredEvent]:
     return asyncio.run(go())
 
 
-def replica(dsn: str, **extra: str) -> subprocess.Popen[str]:
+def replica(dsn: str, *args: str, **extra: str) -> subprocess.Popen[str]:
     """A replica, its stderr in a temporary file (`err(p)`): a pipe nobody reads could fill up."""
     errfile = tempfile.TemporaryFile(mode="w+")  # noqa: SIM115 - closed with the process object
     p = subprocess.Popen(
-        [FUMAROLE, "run", "--db", dsn, "--no-api"],
+        [FUMAROLE, "run", "--db", dsn, *(args or ("--no-api",))],
         stdout=subprocess.DEVNULL,
         stderr=errfile,
         text=True,
@@ -249,3 +253,61 @@ def test_a_leader_paused_past_its_lease_is_refused_by_the_database(server, refer
     rows = read_pg(dsn)
     assert_same_run(rows, reference, "after the takeover")
     assert_invariants(rows, dsn, "after the takeover")
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def decisions_via_api(port: int) -> list[dict[str, Any]]:
+    """Every decision GET /v1/decisions pages through."""
+    out: list[dict[str, Any]] = []
+    since = 1
+    while True:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/v1/decisions?since={since}&limit=1000") as r:
+            page = json.load(r)
+        out += page["items"]
+        if page["next_since"] is None:
+            return out
+        since = page["next_since"]
+
+
+def wait_for(check: Any, what: str, timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            if check():
+                return
+        except OSError:
+            pass
+        assert time.monotonic() < deadline, what
+        time.sleep(0.05)
+
+
+def test_a_standby_serves_the_shared_log_and_answers_the_same_after_taking_over(server, reference):
+    dsn = new_log(server)
+    pa, pb = _free_port(), _free_port()
+    a = replica(dsn, "--listen", f"127.0.0.1:{pa}", "--serve")
+    b: subprocess.Popen[str] | None = None
+    try:
+        wait_for(lambda: lease(dsn)[1] == a.pid, "A never led")
+        b = replica(dsn, "--listen", f"127.0.0.1:{pb}", "--serve")
+        wait_for(lambda: last_seq(dsn) == len(reference), "the run never drained")
+        log_decisions = [r.seq for r in read_pg(dsn) if r.type in DECISION_TYPES]
+        wait_for(
+            lambda: [d["seq"] for d in decisions_via_api(pb)] == log_decisions, "B's API never caught up"
+        )
+        from_leader, from_standby = decisions_via_api(pa), decisions_via_api(pb)
+        assert from_standby == from_leader
+        assert len(from_standby) > 1000
+        os.kill(a.pid, signal.SIGKILL)
+        a.wait()
+        wait_for(lambda: lease(dsn)[1] == b.pid, "B never took over")
+        wait_for(lambda: decisions_via_api(pb) == from_leader, "B's answers changed after the takeover")
+        b.send_signal(signal.SIGTERM)
+        assert b.wait(60) == 0, err(b)
+    finally:
+        stop_all([a] + ([b] if b else []))
+    assert lease(dsn)[0] == 2
