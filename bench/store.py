@@ -438,9 +438,15 @@ def _pg_databases(where: str) -> Any:
     counter = itertools.count(1)
     if where == "auto":
         sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests" / "store"))
-        from fumarole_pg_server import fresh_dsn, pg_server
+        import atexit
 
-        server = pg_server()
+        from fumarole_pg_server import find_bindir, fresh_dsn, start_server
+
+        bindir = find_bindir()
+        if bindir is None:
+            raise SystemExit("--postgres auto: PostgreSQL binaries not found (apt-get install postgresql)")
+        server = start_server(bindir, durable=True)
+        atexit.register(server.stop)
         return lambda: fresh_dsn(server)
     import asyncpg
 

@@ -86,8 +86,11 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def start_server(bindir: Path) -> PgServer:
-    """initdb a new cluster in a temporary directory and start it; raises RuntimeError naming the step."""
+def start_server(bindir: Path, *, durable: bool = False) -> PgServer:
+    """initdb a new cluster in a temporary directory and start it; raises RuntimeError naming the step.
+
+    The tests' server skips fsync (nothing survives it anyway); `durable=True` (the benchmark) keeps
+    PostgreSQL's defaults: fsync, synchronous_commit, full_page_writes."""
     root = Path(tempfile.mkdtemp(prefix="fumarole-pg-"))
     datadir = root / "data"
     runas: list[str] = []
@@ -109,10 +112,9 @@ def start_server(bindir: Path) -> PgServer:
         "initdb",
     )
     port = _free_port()
-    opts = (
-        f"-p {port} -k {root} -c listen_addresses=127.0.0.1 -c fsync=off -c synchronous_commit=off "
-        "-c full_page_writes=off -c max_connections=200"
-    )
+    opts = f"-p {port} -k {root} -c listen_addresses=127.0.0.1 -c max_connections=200"
+    if not durable:
+        opts += " -c fsync=off -c synchronous_commit=off -c full_page_writes=off"
     run(
         [
             str(bindir / "pg_ctl"),
