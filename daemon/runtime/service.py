@@ -233,7 +233,8 @@ class Service:
         await web.SockSite(runner, sock.dup()).start()
         bound = sock.getsockname()[:2]
         self.listen_address = (str(bound[0]), int(bound[1]))
-        self._say(f"REST API on http://{bound[0]}:{bound[1]} (standing by: read-only, following the log)")
+        self._say(f"REST API on http://{bound[0]}:{bound[1]}")  # the first line, as when leading
+        log.info("standing by: the REST API is read-only, following the shared log")
         return runner, view
 
     def _standby(self, line: str) -> None:
