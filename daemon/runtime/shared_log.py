@@ -1,8 +1,9 @@
 """Leading on a shared PostgreSQL log: stand by until the lease is ours, keep it, hand it over.
 
 Several replicas (`fumarole run --db postgresql://…`) share one log.  Each holds a `Leadership`
-(store/pg_leadership.py) on it: a standby tries the lease every `lease/4` seconds (at most 0.5 s)
-and takes it once the leader has not renewed it for `lease_duration` seconds (a crash, kill -9,
+(store/pg_leadership.py) on it: a standby tries the lease every `lease/4` seconds (at most 0.5 s,
+and at the moment the current lease expires, by the database's clock) and takes it once the
+leader has not renewed it for `lease_duration` seconds (a crash, kill -9,
 a pause, a lost network); it then starts exactly as a restarted daemon does, from the log (newest
 snapshot plus the tail, the lockstep's position, the adapter resumed from the recorded facts),
 so cycle numbering and the simulation continue where the old leader stopped.
@@ -87,7 +88,9 @@ class SharedLogLeader:
             if state.holder != announced:
                 announced = state.holder
                 on_standby(f"standing by: {state.holder} leads the shared log (epoch {state.epoch})")
-            await anyio.sleep(pause)
+            # Try again when the lease would expire if it is not renewed (at most `pause` from now),
+            # so a lost leader is replaced within one lease of its last renewal.
+            await anyio.sleep(min(pause, max(0.005, state.expires_in + 0.005)))
         return False
 
     async def keep_lease(self, on_lost: Callable[[], Awaitable[None] | None]) -> None:
