@@ -147,8 +147,18 @@ class PostgresEventLog:
     through one connection in turn (an asyncio lock); reads use a pool of `readers` connections.
     """
 
-    def __init__(self, dsn: str, pool: Any, writer: Any, *, readonly: bool, poll_interval: float) -> None:
+    def __init__(
+        self,
+        dsn: str,
+        pool: Any,
+        writer: Any,
+        *,
+        readonly: bool,
+        poll_interval: float,
+        writer_settings: dict[str, str] | None = None,
+    ) -> None:
         self.dsn = dsn
+        self._writer_settings = writer_settings or {}
         self.path = redact_dsn(dsn)  # what messages name (as SqliteEventLog.path)
         self.readonly = readonly
         self.epoch = 0  # the leadership term this log writes in (0: unfenced, before any leader)
@@ -185,6 +195,8 @@ class PostgresEventLog:
             raise ValueError("readers: at least 1")
         writer: Any = None
         pool: Any = None
+        ms = str(max(1, round(session_timeout * 1000)))
+        settings = {"lock_timeout": ms, "idle_in_transaction_session_timeout": ms}
         try:
             if readonly:
                 conn = await asyncpg.connect(dsn, timeout=connect_timeout)
@@ -193,12 +205,7 @@ class PostgresEventLog:
                 finally:
                     await conn.close()
             else:
-                ms = str(max(1, round(session_timeout * 1000)))
-                writer = await asyncpg.connect(
-                    dsn,
-                    timeout=connect_timeout,
-                    server_settings={"lock_timeout": ms, "idle_in_transaction_session_timeout": ms},
-                )
+                writer = await asyncpg.connect(dsn, timeout=connect_timeout, server_settings=settings)
                 await migrate_pg(writer, where)
             pool = await asyncpg.create_pool(dsn, min_size=1, max_size=readers, timeout=connect_timeout)
         except BaseException as e:
@@ -209,7 +216,9 @@ class PostgresEventLog:
             if isinstance(e, (asyncpg.PostgresError, OSError, asyncpg.InterfaceError, TimeoutError)):
                 raise LogError(f"{where}: cannot open the event log: {e}") from e
             raise
-        return cls(dsn, pool, writer, readonly=readonly, poll_interval=poll_interval)
+        return cls(
+            dsn, pool, writer, readonly=readonly, poll_interval=poll_interval, writer_settings=settings
+        )
 
     async def close(self) -> None:
         """Wait for the running write, close every connection; idempotent."""
@@ -273,29 +282,39 @@ class PostgresEventLog:
         checkpoint: tuple[str, int] | None,
         snapshot: tuple[str, int, bytes] | None,
     ) -> list[int]:
-        self._check_writable()
-        # Once started, the transaction finishes (commit or rollback) whatever becomes of the caller.
-        with anyio.CancelScope(shield=True):
-            async with self._write_lock:
-                self._check_writable()
-                try:
-                    seqs = await self._transaction(rows, checkpoint, snapshot)
-                except asyncpg.PostgresError as e:
-                    raise _log_error(e) from e
-                except (OSError, asyncpg.InterfaceError) as e:
-                    raise LogError(f"{self.path}: write failed (connection): {e}") from e
+        seqs: list[int] = await self._with_writer(
+            lambda conn: self._transaction(conn, rows, checkpoint, snapshot)
+        )
         self.commits += 1
         if rows:
             self._notify()
         return seqs
 
+    async def _with_writer(self, work: Any) -> Any:
+        """Run `work(connection)` on the writer connection, in turn with every other write, shielded
+        from cancellation (a started transaction finishes: commit or rollback).  A connection the
+        server or the network closed is replaced for the next write (this one fails)."""
+        self._check_writable()
+        with anyio.CancelScope(shield=True):
+            async with self._write_lock:
+                self._check_writable()
+                try:
+                    if self._writer.is_closed():
+                        self._writer = await asyncpg.connect(self.dsn, server_settings=self._writer_settings)
+                    return await work(self._writer)
+                except asyncpg.PostgresError as e:
+                    raise _log_error(e) from e
+                except (OSError, asyncpg.InterfaceError, TimeoutError) as e:
+                    raise LogError(f"{self.path}: write failed (connection): {e}") from e
+        raise AssertionError("unreachable")  # pragma: no cover - mypy: a shielded scope may swallow
+
     async def _transaction(
         self,
+        conn: Any,
         rows: list[IndexedRow],
         checkpoint: tuple[str, int] | None,
         snapshot: tuple[str, int, bytes] | None,
     ) -> list[int]:
-        conn = self._writer
         async with conn.transaction():
             if self.epoch:
                 await conn.fetchval("SELECT fumarole_check_epoch($1)", self.epoch)
@@ -359,9 +378,18 @@ class PostgresEventLog:
             return
         async with self._listen_lock:
             if self._listener is None and not self._closed:
-                conn = await asyncpg.connect(self.dsn)
-                await conn.add_listener(CHANNEL, self._on_notification)
+                try:
+                    conn = await asyncpg.connect(self.dsn)
+                    await conn.add_listener(CHANNEL, self._on_notification)
+                except (asyncpg.PostgresError, asyncpg.InterfaceError, OSError, TimeoutError):
+                    return  # tail polls (every poll_interval) until a listener connects
+                conn.add_termination_listener(self._on_listener_lost)
                 self._listener = conn
+
+    def _on_listener_lost(self, *_: Any) -> None:
+        """The listening connection ended (server restart, network): listen again on the next tail."""
+        self._listener = None
+        self._notify()
 
     # -- reads -----------------------------------------------------------------------------------
     async def _fetch(self, sql: str, *params: Any) -> list[Any]:
@@ -473,17 +501,12 @@ class PostgresEventLog:
 
     async def execute_write(self, sql: str, *params: Any) -> list[Any]:
         """Run one statement on the writer connection, in turn with the appends (leadership changes)."""
-        self._check_writable()
-        with anyio.CancelScope(shield=True):
-            async with self._write_lock:
-                self._check_writable()
-                try:
-                    return list(await self._writer.fetch(sql, *params))
-                except asyncpg.PostgresError as e:
-                    raise _log_error(e) from e
-                except (OSError, asyncpg.InterfaceError) as e:
-                    raise LogError(f"{self.path}: write failed (connection): {e}") from e
-        raise AssertionError("unreachable")  # pragma: no cover - mypy: a shielded scope may swallow
+
+        async def work(conn: Any) -> list[Any]:
+            return list(await conn.fetch(sql, *params))
+
+        rows: list[Any] = await self._with_writer(work)
+        return rows
 
 
 def _stored(row: Any) -> StoredEvent:

@@ -147,13 +147,17 @@ def cmd_run(args: argparse.Namespace) -> int:
         logging.getLogger("fumarole").error("stopped: %s", e)
         print(f"fumarole: error: {e}", file=sys.stderr)
         return EXIT_FAILED
-    except BaseException as e:
-        from daemon.runtime.shared_log import fenced_error
+    except BaseExceptionGroup as e:  # a task of the daemon failed on the log (a database gone, refused)
+        from daemon.runtime.shared_log import log_error_in
 
-        fenced = fenced_error(e)
-        if fenced is None:
+        failed = log_error_in(e)
+        if failed is None:
             raise
-        return _refused(fenced)
+        if isinstance(failed, FencedError):
+            return _refused(failed)
+        logging.getLogger("fumarole").error("stopped: %s", failed)
+        print(f"fumarole: error: {failed}", file=sys.stderr)
+        return EXIT_FAILED
     finally:
         if tracer_provider is not None:
             tracer_provider.shutdown()

@@ -190,25 +190,29 @@ class Service:
         shared = self.shared = SharedLogLeader(
             event_log, s.lease_duration, ignore_loss=os.environ.get(IGNORE_LEASE_LOSS) == "1"
         )
+        rc = 0
+        leading = False
+        # One signal watcher for standing by, the takeover and leading: a SIGTERM at any moment
+        # stops the replica the clean way (never the default action between two watchers).
         async with anyio.create_task_group() as tg:
             tg.start_soon(self._watch_signals, tg.cancel_scope)
-            standby = await self._standby_api(tg, api_socket) if api_socket is not None else None
-            try:
-                leading = await shared.wait_for_lease(lambda: self.stop_requested, self._standby)
-            finally:
-                if standby is not None:
-                    with anyio.CancelScope(shield=True):
-                        await standby[0].cleanup()
-                        await standby[1].close()
-                tg.cancel_scope.cancel()
+            async with anyio.create_task_group() as standing_by:
+                standby = await self._standby_api(standing_by, api_socket) if api_socket is not None else None
+                try:
+                    leading = await shared.wait_for_lease(lambda: self.stop_requested, self._standby)
+                finally:
+                    if standby is not None:
+                        with anyio.CancelScope(shield=True):
+                            await standby[0].cleanup()
+                            await standby[1].close()
+                    standing_by.cancel_scope.cancel()
+            if leading:
+                self._say(f"leading the shared log {redact_dsn(s.db)} (epoch {shared.epoch})")
+                tg.start_soon(shared.keep_lease, tg.cancel_scope.cancel)
+                rc = await self._run_with_log(event_log, conf, adapter, api_socket, watch_signals=False)
+            tg.cancel_scope.cancel()
         if not leading:
             return 0
-        self._say(f"leading the shared log {redact_dsn(s.db)} (epoch {shared.epoch})")
-        rc = 0
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(shared.keep_lease, tg.cancel_scope.cancel)
-            rc = await self._run_with_log(event_log, conf, adapter, api_socket)
-            tg.cancel_scope.cancel()
         if shared.lost:
             log.error("stopped: another replica took the lease over")
             print("fumarole: error: lost the lease of the shared log; stopped", file=sys.stderr)
@@ -277,6 +281,8 @@ class Service:
         conf: ConfWatcher,
         adapter: Any,
         api_socket: socket.socket | None,
+        *,
+        watch_signals: bool = True,
     ) -> int:
         from daemon.cache import load_projection
 
@@ -319,7 +325,8 @@ class Service:
         async with anyio.create_task_group() as tg:
             tg.start_soon(writer.run)
             tg.start_soon(dispatcher.run)
-            tg.start_soon(self._watch_signals, tg.cancel_scope)
+            if watch_signals:
+                tg.start_soon(self._watch_signals, tg.cancel_scope)
             if self.notifier.watchdog_interval:
                 tg.start_soon(self._watchdog)
             api_runner = (

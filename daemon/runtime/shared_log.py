@@ -25,11 +25,11 @@ from collections.abc import Awaitable, Callable
 
 import anyio
 
-from store.log import FencedError
+from store.log import FencedError, LogError
 from store.pg_leadership import Leadership, lease_state
 from store.postgres import PostgresEventLog
 
-__all__ = ["IGNORE_LEASE_LOSS", "SharedLogLeader", "fenced_error", "holder_name"]
+__all__ = ["IGNORE_LEASE_LOSS", "SharedLogLeader", "holder_name", "log_error_in"]
 
 log = logging.getLogger("fumarole.leader")
 
@@ -42,17 +42,16 @@ def holder_name() -> str:
     return f"{socket.gethostname()}/{os.getpid()}/{secrets.token_hex(3)}"
 
 
-def fenced_error(exc: BaseException) -> FencedError | None:
-    """The FencedError in `exc` (itself or inside exception groups), or None."""
-    if isinstance(exc, FencedError):
-        return exc
+def log_error_in(exc: BaseException) -> LogError | None:
+    """The LogError in `exc` (itself or inside exception groups; a FencedError first), or None."""
+    found = [e for e in _leaves(exc) if isinstance(e, LogError)]
+    return next((e for e in found if isinstance(e, FencedError)), found[0] if found else None)
+
+
+def _leaves(exc: BaseException) -> list[BaseException]:
     if isinstance(exc, BaseExceptionGroup):
-        for e in exc.exceptions:
-            found = fenced_error(e)
-            if found is not None:
-                return found
-    cause = exc.__cause__ or exc.__context__
-    return fenced_error(cause) if isinstance(cause, FencedError) else None
+        return [leaf for e in exc.exceptions for leaf in _leaves(e)]
+    return [exc]
 
 
 class SharedLogLeader:
@@ -77,13 +76,18 @@ class SharedLogLeader:
         pause = min(lease / 4, 0.5)
         announced = ""
         while not stopping():
-            epoch = await self.leadership.acquire()
+            try:
+                epoch = await self.leadership.acquire()
+                state = await lease_state(self.leadership.log)
+            except LogError as e:  # the database is unreachable for now: keep trying
+                log.warning("standing by: the shared log cannot be reached: %s", e)
+                await anyio.sleep(pause)
+                continue
             if epoch is not None:
                 self.leading = True
                 self.leader = self.leadership.holder
                 log.info("leading the shared log", extra={"epoch": epoch, "holder": self.leader})
                 return True
-            state = await lease_state(self.leadership.log)
             self.leader = state.holder
             if state.holder != announced:
                 announced = state.holder
@@ -98,10 +102,14 @@ class SharedLogLeader:
         interval = self.leadership.lease_seconds / 3
         while True:
             await anyio.sleep(interval)
-            if await self.leadership.renew():
+            try:
+                if await self.leadership.renew():
+                    continue
+                state = await lease_state(self.leadership.log)
+            except LogError as e:  # unreachable for now; if another replica took over, writes fail
+                log.warning("cannot renew the lease of the shared log: %s", e)
                 continue
             self.leading = False
-            state = await lease_state(self.leadership.log)
             self.leader = state.holder
             log.error(
                 "lost the lease of the shared log",

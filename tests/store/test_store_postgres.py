@@ -13,7 +13,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from fumarole_store_kit import bind, clock, new_pg_dsn, node, run_pg
 
-from store.log import FencedError
+from store.log import FencedError, LogError
 from store.migrate import MigrationError, SchemaTooNewError, load_migrations
 from store.pg_leadership import Leadership, leader_terms, lease_state
 from store.pg_schema import pg_migrations
@@ -164,3 +164,35 @@ def test_urls_and_redaction():
     assert not is_postgres_url("fumarole-data/fumarole.db")
     assert redact_dsn("postgresql://u:secret@h:5/db") == "postgresql://u:***@h:5/db"
     assert redact_dsn("postgresql://u@h/db") == "postgresql://u@h/db"
+
+
+async def test_a_writer_connection_the_server_ended_is_replaced(dsn):
+    async with await PostgresEventLog.open(dsn) as log:
+        await log.append([clock(1)])
+        pid = log._writer.get_server_pid()
+        run_pg(dsn, "SELECT pg_terminate_backend($1)", pid)
+        with pytest.raises(LogError):
+            await log.append([clock(2)])  # the one in flight fails, and writes nothing
+        assert await log.append([clock(3)]) == [2]  # the next one reconnects
+        assert [r.event for r in await log.read()] == [clock(1), clock(3)]
+
+
+async def test_a_follower_listens_again_after_its_listener_was_ended(dsn):
+    async with await PostgresEventLog.open(dsn) as leader:
+        follower = await PostgresEventLog.open(dsn, readonly=True, poll_interval=3600)
+        await follower._ensure_listening()
+        run_pg(dsn, "SELECT pg_terminate_backend($1)", follower._listener.get_server_pid())
+        with anyio.fail_after(60):
+            while follower._listener is not None:  # the termination is noticed
+                await anyio.sleep(0.01)
+        got: list[int] = []
+
+        async def wait() -> None:
+            got.extend(r.seq for r in await follower.tail(1, timeout=60))
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(wait)
+            await anyio.sleep(0.2)
+            await leader.append([clock(1)])
+        assert got == [1]  # woken by NOTIFY on the new listener: the poll interval is an hour
+        await follower.close()
