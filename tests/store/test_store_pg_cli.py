@@ -88,3 +88,17 @@ def test_copy_of_a_missing_source_is_refused(tmp_path, capsys):
     dsn = new_pg_dsn()
     assert main(["migrate", "--from", f"sqlite:///{tmp_path}/none.db", "--to", dsn]) == 2
     assert "no such database file" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("db", "message"),
+    [
+        ("fumarole-data/fumarole.db", "is not a postgresql:// URL"),
+        ("postgresql://fumarole@127.0.0.1:1/nothing", "cannot open the event log"),
+    ],
+)
+def test_run_with_a_bad_db_exits_2_and_creates_nothing(db, message, tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    assert main(["run", "--db", db, "--no-api"]) == 2
+    assert message in capsys.readouterr().err
+    assert list(tmp_path.iterdir()) == []
