@@ -44,7 +44,7 @@ CREATE TABLE leadership (
     holder     TEXT        NOT NULL,
     expires_at TIMESTAMPTZ NOT NULL
 );
-INSERT INTO leadership (id, epoch, holder, expires_at) VALUES (1, 0, '', '-infinity');
+INSERT INTO leadership (id, epoch, holder, expires_at) VALUES (1, 0, '', '1970-01-01 00:00:00+00');
 
 CREATE TABLE leader_terms (
     epoch      BIGINT      PRIMARY KEY,
