@@ -1,4 +1,4 @@
-"""Benchmark of the event store: append through SqliteEventLog vs a raw sqlite3 loop, and read+decode.
+"""Benchmark of the event store: append through the EventLog vs a raw loop, read+decode (SQLite, PostgreSQL).
 
 Builds a synthetic log in one of two mixes:
 
@@ -21,11 +21,18 @@ then measures in one run, on the same kind of file (WAL, synchronous=FULL, the s
 - `append_concurrent`: several producers appending small batches at once (group commit);
 - `read_decode`: `read_range` over the whole log, every row decoded into its event.
 
+With `--postgres auto` (a throwaway server: initdb + pg_ctl from Debian's postgresql package, as
+the tests start it) or `--postgres postgresql://…` (an existing server; a database is created for
+each measurement), the same batches are also measured on PostgreSQL (bench/store_postgres.py: the
+EventLog against raw executemany and COPY, read+decode, and follower lag at --lag-rate events/s),
+reported under "postgresql".
+
 Prints one JSON object.  Usage:
 
     python bench/store.py                   # 200k events, batches of 500, the daemon mix
     python bench/store.py --mix binds       # the decision-heavy mix
     python bench/store.py --events 1000000 --batch 1000 --dir /var/tmp
+    python bench/store.py --postgres auto   # and the PostgreSQL column
 """
 
 from __future__ import annotations
@@ -351,6 +358,14 @@ def main() -> None:
     ap.add_argument("--small-batch", type=int, default=50, help="events per append for append_concurrent")
     ap.add_argument("--repeat", type=int, default=2, help="append runs of each kind (best is reported)")
     ap.add_argument("--dir", help="directory for the database files (default: the system temp directory)")
+    ap.add_argument(
+        "--postgres",
+        metavar="auto|postgresql://…",
+        help="also measure PostgreSQL: a throwaway server (auto) or an existing one (a URL)",
+    )
+    ap.add_argument("--lag-rate", type=int, default=5000, help="events/s the leader appends (follower lag)")
+    ap.add_argument("--lag-batch", type=int, default=50, help="events per append (follower lag)")
+    ap.add_argument("--lag-seconds", type=float, default=6.0, help="seconds of appends (follower lag)")
     a = ap.parse_args()
     batches = build_batches(a.events, a.batch, a.mix)
     n = sum(len(evs) for evs, _ in batches)
@@ -401,7 +416,55 @@ def main() -> None:
         "read_raw_per_s": round(n / raw_read_s),
         "bytes_per_event": round(size / n, 1),
     }
+    if a.postgres:
+        from bench.store_postgres import run_postgres
+
+        result["postgresql"] = run_postgres(
+            _pg_databases(a.postgres),
+            batches,
+            repeat=a.repeat,
+            rate=a.lag_rate,
+            lag_batch=a.lag_batch,
+            seconds=a.lag_seconds,
+        )
     print(json.dumps(result), flush=True)
+
+
+def _pg_databases(where: str) -> Any:
+    """A function giving a new, empty database's URL on the server `where` names (auto: a throwaway one)."""
+    import itertools
+    import os
+
+    counter = itertools.count(1)
+    if where == "auto":
+        sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests" / "store"))
+        import atexit
+
+        from fumarole_pg_server import find_bindir, fresh_dsn, start_server
+
+        bindir = find_bindir()
+        if bindir is None:
+            raise SystemExit("--postgres auto: PostgreSQL binaries not found (apt-get install postgresql)")
+        server = start_server(bindir, durable=True)
+        atexit.register(server.stop)
+        return lambda: fresh_dsn(server)
+    import asyncpg
+
+    def new() -> str:
+        name = f"fumarole_bench_{os.getpid()}_{next(counter)}"
+
+        async def create() -> None:
+            conn = await asyncpg.connect(where)
+            try:
+                await conn.execute(f"CREATE DATABASE {name}")
+            finally:
+                await conn.close()
+
+        anyio.run(create)
+        base, _, _ = where.partition("?")
+        return base.rsplit("/", 1)[0] + "/" + name
+
+    return new
 
 
 if __name__ == "__main__":

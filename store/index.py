@@ -12,7 +12,7 @@ API's GET /v1/decisions runs.
 from __future__ import annotations
 
 import sqlite3
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from store.codec import CodecError, decode
 from store.events import (
@@ -26,6 +26,9 @@ from store.events import (
     PodGroupStatusChanged,
 )
 from store.log import CorruptEventError
+
+if TYPE_CHECKING:
+    from store.pg_sync import PgSyncConnection
 
 __all__ = [
     "DECISION_TYPES",
@@ -264,13 +267,21 @@ def decision_query(
     return sql, params
 
 
-def open_readonly(path: str, *, mmap_bytes: int = 1 << 30, busy_timeout_ms: int = 5000) -> sqlite3.Connection:
+def open_readonly(
+    path: str, *, mmap_bytes: int = 1 << 30, busy_timeout_ms: int = 5000
+) -> sqlite3.Connection | PgSyncConnection:
     """A synchronous, read-only, memory-mapped connection to a log file for hot-path readers.
 
     Usable from any thread (`check_same_thread=False`; callers serialise their own use), in
     autocommit mode, refusing writes (`query_only`), waiting `busy_timeout_ms` for a writer.
+    A postgresql:// URL gives the same on PostgreSQL (store/pg_sync.py: `?` placeholders work).
     """
     from pathlib import Path
+
+    if path.startswith(("postgresql://", "postgres://")):
+        from store.pg_sync import PgSyncConnection
+
+        return PgSyncConnection(path)
 
     uri = f"{Path(path).resolve().as_uri()}?mode=ro"
     conn = sqlite3.connect(uri, uri=True, isolation_level=None, check_same_thread=False)

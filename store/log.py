@@ -36,6 +36,10 @@ class LogClosedError(LogError):
     """The log was closed (or its writer stopped) before the operation could run."""
 
 
+class FencedError(LogError):
+    """The database refused a write of a leader whose term has ended (another replica leads now)."""
+
+
 class EventLog(Protocol):
     """An append-only, gap-free, idempotent event log with consumer checkpoints and snapshots."""
 

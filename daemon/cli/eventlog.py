@@ -9,21 +9,34 @@ from typing import Any
 from daemon.cli.exits import EXIT_OK, bad_input
 
 
+def db_arg(value: str | None) -> str | None:
+    """`--db`, else $FUMAROLE_DB, else None."""
+    import os
+
+    return value or os.environ.get("FUMAROLE_DB") or None
+
+
 def add_parsers(sub: Any) -> None:
     """Register the `migrate` and `events` subcommands on the `fumarole` parser's subparsers."""
     m = sub.add_parser(
         "migrate",
-        help="create the event log or bring its schema up to date",
+        help="create the event log or bring its schema up to date; copy an SQLite log into PostgreSQL",
         description=(
-            "Apply the schema migrations this Fumarole ships to an SQLite event log, in order, each in one "
-            "transaction (the file is created if missing). The daemon does the same when it opens the log; "
-            "this runs it explicitly. A database migrated by a newer Fumarole, or one a running daemon "
-            "holds, is refused (exit 2)."
+            "With --db: apply the schema migrations this Fumarole ships to an event log (an SQLite file, "
+            "created if missing, or a postgresql:// database), in order. The daemon does the same when it "
+            "opens the log; this runs it explicitly. A database migrated by a newer Fumarole, or one a "
+            "running daemon holds, is refused (exit 2). With --from sqlite:///FILE --to postgresql://…: copy "
+            "the log with its snapshots and checkpoints into an empty PostgreSQL log in one transaction, "
+            "then verify both sides' counts and SHA-256 digest (exit 1 when they differ)."
         ),
     )
     m.add_argument(
-        "--db", required=True, metavar="FILE", help="the SQLite event log file (its directory must exist)"
+        "--db",
+        metavar="FILE|URL",
+        help="the SQLite event log file (its directory must exist) or a postgresql:// URL",
     )
+    m.add_argument("--from", dest="source", metavar="sqlite:///FILE", help="copy: the SQLite log to copy")
+    m.add_argument("--to", dest="target", metavar="postgresql://…", help="copy: the empty PostgreSQL log")
     m.set_defaults(func=cmd_migrate)
 
     e = sub.add_parser(
@@ -35,7 +48,11 @@ def add_parsers(sub: Any) -> None:
             "not a Fumarole event log, has another schema version, or holds an undecodable row."
         ),
     )
-    e.add_argument("--db", required=True, metavar="FILE", help="the SQLite event log file")
+    e.add_argument(
+        "--db",
+        metavar="FILE|URL",
+        help="the SQLite event log file, or a postgresql:// URL (default $FUMAROLE_DB)",
+    )
     e.add_argument(
         "--since", type=int, default=1, metavar="SEQ", help="first seq to print (inclusive; default 1)"
     )
@@ -52,6 +69,17 @@ def add_parsers(sub: Any) -> None:
 
 def cmd_migrate(args: argparse.Namespace) -> int:
     from pathlib import Path
+
+    from store.backend import is_postgres_url
+
+    if args.source or args.target:
+        if args.db:
+            return bad_input("migrate: give either --db, or --from and --to")
+        return _cmd_copy(args.source, args.target)
+    if not args.db:
+        return bad_input("migrate: --db (or --from and --to) is required")
+    if is_postgres_url(args.db):
+        return _migrate_postgres(args.db)
 
     from store.lock import LogLockedError, check_unlocked
     from store.log import LogError
@@ -79,6 +107,81 @@ def cmd_migrate(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _migrate_postgres(dsn: str) -> int:
+    import anyio
+
+    from store.log import LogError
+    from store.pg_schema import pg_migrations
+    from store.postgres import redact_dsn
+
+    async def go() -> list[int]:
+        import asyncpg
+
+        from store.pg_schema import migrate_pg
+
+        try:
+            conn = await asyncpg.connect(dsn)
+        except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError) as e:
+            raise LogError(f"{redact_dsn(dsn)}: cannot connect: {e}") from e
+        try:
+            return await migrate_pg(conn, redact_dsn(dsn))
+        finally:
+            await conn.close()
+
+    try:
+        applied = anyio.run(go)
+    except LogError as e:
+        return bad_input(str(e))
+    version = pg_migrations()[-1].version
+    where = redact_dsn(dsn)
+    if applied:
+        print(f"{where}: applied migration(s) {', '.join(map(str, applied))}; schema version {version}")
+    else:
+        print(f"{where}: schema version {version}, up to date")
+    return EXIT_OK
+
+
+def _cmd_copy(source: str | None, target: str | None) -> int:
+    import anyio
+
+    from daemon.cli.exits import EXIT_FAILED
+    from store.backend import is_postgres_url
+    from store.copy import CopyError, copy_sqlite_to_postgres, sqlite_path
+    from store.lock import LogLockedError, check_unlocked
+    from store.log import LogError
+    from store.postgres import redact_dsn
+
+    if not source or not target:
+        return bad_input("migrate: --from and --to go together")
+    if not is_postgres_url(target):
+        return bad_input(f"--to {target}: expected a postgresql:// URL")
+    try:
+        path = sqlite_path(source)
+    except CopyError as e:
+        return bad_input(f"--from: {e}")
+    try:
+        check_unlocked(path)
+    except LogLockedError as e:
+        return bad_input(f"{e}; stop the daemon that writes it before copying")
+    except LogError as e:
+        return bad_input(str(e))
+    try:
+        report = anyio.run(copy_sqlite_to_postgres, path, target)
+    except CopyError as e:
+        if str(e).startswith("verification failed"):
+            print(f"fumarole: error: {e}", file=sys.stderr)
+            return EXIT_FAILED
+        return bad_input(str(e))
+    except LogError as e:
+        return bad_input(str(e))
+    d = report.destination
+    print(
+        f"copied {path} -> {redact_dsn(target)}: {d.events} events, {d.snapshots} snapshots, "
+        f"{d.checkpoints} checkpoints; verified (sha256 {d.sha256})"
+    )
+    return EXIT_OK
+
+
 def cmd_events(args: argparse.Namespace) -> int:
     import anyio
 
@@ -94,6 +197,9 @@ def cmd_events(args: argparse.Namespace) -> int:
             return bad_input(f"--type: unknown event type(s) {', '.join(unknown)} (known: {known})")
     if args.limit is not None and args.limit < 0:
         return bad_input("--limit: must be 0 or more")
+    args.db = db_arg(args.db)
+    if args.db is None:
+        return bad_input("--db: required (or set FUMAROLE_DB)")
     try:
         anyio.run(_dump, args.db, args.since, types, args.limit)
     except LogError as e:
@@ -106,9 +212,9 @@ async def _dump(db: str, since: int, types: list[str] | None, limit: int | None)
 
     import msgspec
 
-    from store.sqlite import SqliteEventLog
+    from store.backend import open_log
 
-    log = await SqliteEventLog.open(db, readonly=True, readers=1)
+    log = await open_log(db, readonly=True)
     try:
         out = sys.stdout.buffer
         last = await log.last_seq()

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from daemon.cli.exits import EXIT_OK, bad_input
+from store.backend import describe_db
 
 if TYPE_CHECKING:  # annotations only: `fumarole schedule` need not import the API's types
     from api.types import JobDetail, JobHistory
@@ -34,7 +35,11 @@ def add_parser(sub: Any) -> None:
             "when and why it waited, when it was bound, evictions, phase changes (cycle ids, virtual times)."
         ),
     )
-    e.add_argument("--db", required=True, metavar="FILE", help="the SQLite event log file")
+    e.add_argument(
+        "--db",
+        metavar="FILE|URL",
+        help="the SQLite event log file, or a postgresql:// URL (default $FUMAROLE_DB)",
+    )
     e.add_argument("job", metavar="NAMESPACE/JOB", help="the job (PodGroup) as <namespace>/<name>")
     e.add_argument(
         "--format",
@@ -54,14 +59,20 @@ def cmd_explain(args: argparse.Namespace) -> int:
     ns, sep, name = args.job.partition("/")
     if not sep or not ns or not name or "/" in name:
         return bad_input(f"{args.job!r}: expected <namespace>/<job>")
-    if not Path(args.db).is_file():
+    from daemon.cli.eventlog import db_arg
+    from store.backend import is_postgres_url
+
+    args.db = db_arg(args.db)
+    if args.db is None:
+        return bad_input("--db: required (or set FUMAROLE_DB)")
+    if not is_postgres_url(args.db) and not Path(args.db).is_file():
         return bad_input(f"{args.db}: no such file")
     try:
         detail = anyio.run(_explain, args.db, ns, name)
     except LogError as e:
         return bad_input(str(e))
     if detail is None:
-        print(f"fumarole: job {ns}/{name} is not known in {args.db}", file=sys.stderr)
+        print(f"fumarole: job {ns}/{name} is not known in {describe_db(args.db)}", file=sys.stderr)
         return EXIT_UNKNOWN
     if args.format == "json":
         sys.stdout.write(msgspec.json.encode(detail).decode() + "\n")

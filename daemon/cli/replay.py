@@ -36,7 +36,11 @@ def add_parser(sub: Any) -> None:
             "have differed (binds per job, pods placed elsewhere, evictions, queue shares)."
         ),
     )
-    r.add_argument("--db", required=True, metavar="FILE", help="the SQLite event log file")
+    r.add_argument(
+        "--db",
+        metavar="FILE|URL",
+        help="the SQLite event log file, or a postgresql:// URL (default $FUMAROLE_DB)",
+    )
     r.add_argument(
         "--conf",
         metavar="ALT.yaml",
@@ -89,8 +93,14 @@ def cmd_replay(args: argparse.Namespace) -> int:
         return bad_input("--from: must be 1 or more")
     if args.to_seq is not None and args.to_seq < args.from_seq:
         return bad_input("--to: must not be below --from")
-    if not Path(args.db).is_file():
-        return bad_input(f"{args.db}: no such file")
+    from daemon.cli.eventlog import db_arg
+    from store.backend import describe_db, is_postgres_url
+
+    db = db_arg(args.db)
+    if db is None:
+        return bad_input("--db: required (or set FUMAROLE_DB)")
+    if not is_postgres_url(db) and not Path(db).is_file():
+        return bad_input(f"{db}: no such file")
     alternative = None
     alt_hash = ""
     if args.conf:
@@ -106,17 +116,17 @@ def cmd_replay(args: argparse.Namespace) -> int:
             print(f"warning: {w}", file=sys.stderr)
         alt_hash = conf_hash(text)
     try:
-        report = anyio.run(_run, args.db, alternative, alt_hash, args.from_seq, args.to_seq)
+        report = anyio.run(_run, db, alternative, alt_hash, args.from_seq, args.to_seq)
     except LogError as e:
         return bad_input(str(e))
     except (ReplayError, ConfError) as e:
         return bad_input(str(e))
     if args.format == "json":
-        sys.stdout.write(json.dumps(report_json(report, args.db), separators=(",", ":")) + "\n")
+        sys.stdout.write(json.dumps(report_json(report, describe_db(db)), separators=(",", ":")) + "\n")
     else:
         from daemon.cli.tables import stdout_terminal_width
 
-        sys.stdout.write(report_table(report, args.db, terminal_width=stdout_terminal_width()))
+        sys.stdout.write(report_table(report, describe_db(db), terminal_width=stdout_terminal_width()))
     return EXIT_DIFFERENT if report.different else EXIT_OK
 
 
@@ -145,9 +155,9 @@ def _progress() -> tuple[AbstractContextManager[Any], Callable[[int, int], None]
 
 async def _run(db: str, alternative: Any, alt_hash: str, from_seq: int, to_seq: int | None) -> Any:
     from daemon.runtime.replay import replay
-    from store.sqlite import SqliteEventLog
+    from store.backend import open_log
 
-    log = await SqliteEventLog.open(db, readonly=True)
+    log = await open_log(db, readonly=True)
     try:
         ctx, update = _progress()
         with ctx:

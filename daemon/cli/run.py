@@ -34,6 +34,14 @@ def add_parser(sub: Any) -> None:
         help="directory of the SQLite event log, one daemon at a time (default ./fumarole-data)",
     )
     r.add_argument(
+        "--db",
+        metavar="postgresql://…",
+        help=(
+            "keep the event log in PostgreSQL instead (shared by replicas: one leads, the others stand by "
+            "and take over; env FUMAROLE_DB; docs/postgresql.md)"
+        ),
+    )
+    r.add_argument(
         "--conf",
         dest="scheduler_conf",
         metavar="SCHED.yaml",
@@ -99,12 +107,13 @@ def cmd_run(args: argparse.Namespace) -> int:
     from daemon.runtime.service import Service, ServiceError
     from daemon.runtime.settings import SettingsError, load_settings
     from daemon.runtime.telemetry import make_tracer_provider
-    from store.log import LogError
+    from store.log import FencedError, LogError
 
     flags = {
         k: getattr(args, k)
         for k in (
             "data_dir",
+            "db",
             "scheduler_conf",
             "strict",
             "adapter",
@@ -131,12 +140,32 @@ def cmd_run(args: argparse.Namespace) -> int:
     try:
         rc: int = anyio.run(service.run, backend="asyncio")
     except (ServiceError, ConfError, ManifestError, LogError) as e:
+        if isinstance(e, FencedError):
+            return _refused(e)
         return bad_input(str(e))
     except OSError as e:
         logging.getLogger("fumarole").error("stopped: %s", e)
         print(f"fumarole: error: {e}", file=sys.stderr)
         return EXIT_FAILED
+    except BaseExceptionGroup as e:  # a task of the daemon failed on the log (a database gone, refused)
+        from daemon.runtime.shared_log import log_error_in
+
+        failed = log_error_in(e)
+        if failed is None:
+            raise
+        if isinstance(failed, FencedError):
+            return _refused(failed)
+        logging.getLogger("fumarole").error("stopped: %s", failed)
+        print(f"fumarole: error: {failed}", file=sys.stderr)
+        return EXIT_FAILED
     finally:
         if tracer_provider is not None:
             tracer_provider.shutdown()
     return rc
+
+
+def _refused(e: Exception) -> int:
+    """A stale leader's write refused by the shared log's database: exit 1."""
+    logging.getLogger("fumarole").error("stopped: the database refused a write: %s", e)
+    print(f"fumarole: error: the database refused this replica's write: {e}", file=sys.stderr)
+    return EXIT_FAILED

@@ -19,6 +19,7 @@ from typing import Any
 
 from daemon.cli.exits import EXIT_BAD_INPUT, EXIT_OK, bad_input
 from daemon.runtime.listen import ListenError, bind_error, bind_listen
+from store.backend import describe_db
 
 __all__ = ["add_parser", "cmd_serve"]
 
@@ -34,7 +35,11 @@ def add_parser(sub: Any) -> None:
             "is refused (403). Stops on SIGTERM/SIGINT."
         ),
     )
-    s.add_argument("--db", required=True, metavar="FILE", help="the SQLite event log file")
+    s.add_argument(
+        "--db",
+        metavar="FILE|URL",
+        help="the SQLite event log file, or a postgresql:// URL (default $FUMAROLE_DB)",
+    )
     s.add_argument(
         "--listen",
         default="127.0.0.1:8321",
@@ -90,7 +95,13 @@ def cmd_serve(args: argparse.Namespace) -> int:
         )
     if args.workers < 1:
         return bad_input(f"--workers must be at least 1, got {args.workers}")
-    if not Path(args.db).is_file():
+    from daemon.cli.eventlog import db_arg
+    from store.backend import is_postgres_url
+
+    args.db = db_arg(args.db)
+    if args.db is None:
+        return bad_input("--db: required (or set FUMAROLE_DB)")
+    if not is_postgres_url(args.db) and not Path(args.db).is_file():
         return bad_input(f"{args.db}: no such file")
     if args.workers > 1 and not args.worker_of:
         return _supervise(args.db, host, port, args.workers, jaeger_url)
@@ -152,7 +163,7 @@ async def _serve(
             sys.stdout.buffer.flush()
         else:
             bound = sock.getsockname()[:2] if sock is not None else (host, port)
-            print(f"REST API on http://{bound[0]}:{bound[1]} (read-only, {db})", flush=True)
+            print(f"REST API on http://{bound[0]}:{bound[1]} (read-only, {describe_db(db)})", flush=True)
         async with anyio.create_task_group() as tg:
             tg.start_soon(view.follow)
             if worker_of:
@@ -265,7 +276,7 @@ def _supervise(db: str, host: str, port: int, workers: int, jaeger_url: str) -> 
                 if not announced:
                     reserved.close()  # the workers hold the port now
                     print(
-                        f"REST API on http://{host}:{port} (read-only, {db}, {workers} workers: "
+                        f"REST API on http://{host}:{port} (read-only, {describe_db(db)}, {workers} workers: "
                         f"{' '.join(str(p.pid) for p in procs)})",
                         flush=True,
                     )

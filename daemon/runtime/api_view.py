@@ -31,9 +31,11 @@ from daemon.scheduler.model.resources import finite_quantities
 from daemon.scheduler.model.snapshot import ClusterSnapshot
 from daemon.scheduler.model.task import TaskStatus
 from daemon.scheduler.plugins.deviceshare_gpushare import GpuSharePool
+from store.backend import open_log
 from store.events import Event, QueueFigures
 from store.index import IndexReader, decision_query, open_readonly
 from store.log import CorruptEventError, LogError, StoredEvent
+from store.postgres import PostgresEventLog
 from store.sqlite import SqliteEventLog
 
 if TYPE_CHECKING:
@@ -244,7 +246,7 @@ class RawDecisionReader:
         """Only the seqs of the same page (no event bodies read)."""
         sql, params = decision_query(since=since, limit=limit, types=types, **filters)
         try:
-            return [int(r[0]) for r in self._conn.execute(f"SELECT seq FROM ({sql})", params)]
+            return [int(r[0]) for r in self._conn.execute(f"SELECT seq FROM ({sql}) AS page", params)]
         except sqlite3.Error as e:
             raise LogError(f"{self.path}: decision lookup failed: {e}") from e
 
@@ -263,23 +265,24 @@ class RawDecisionReader:
 class _ViewBase:
     def __init__(
         self,
-        event_log: SqliteEventLog,
+        event_log: SqliteEventLog | PostgresEventLog,
         projection: Projection,
         *,
         decision_cache_bytes: int = DEFAULT_CACHE_BYTES,
     ) -> None:
         self._log = event_log
         self._projection = projection
-        self._history = JobHistoryReader(event_log.path)
+        source = event_log.dsn if isinstance(event_log, PostgresEventLog) else event_log.path
+        self._history = JobHistoryReader(source)
         self.state = StateReader(projection, self._history)
         self.metrics = SchedulerMetrics()
         self.metrics.seed(projection.explanations(), projection.queue_figures)
-        self._index = IndexReader(event_log.path)
-        self._raw = RawDecisionReader(event_log.path)
+        self._index = IndexReader(source)
+        self._raw = RawDecisionReader(source)
         self.decision_cache = DecisionJsonCache(decision_cache_bytes)
 
     @property
-    def event_log(self) -> SqliteEventLog:
+    def event_log(self) -> SqliteEventLog | PostgresEventLog:
         return self._log
 
     @property
@@ -347,7 +350,7 @@ class LiveView(_ViewBase):
     def __init__(
         self,
         service: Readiness,
-        event_log: SqliteEventLog,
+        event_log: SqliteEventLog | PostgresEventLog,
         projection: Any,
         writer: Writer,
         *,
@@ -388,7 +391,7 @@ class ReadOnlyView(_ViewBase):
 
     def __init__(
         self,
-        event_log: SqliteEventLog,
+        event_log: SqliteEventLog | PostgresEventLog,
         projection: Projection,
         *,
         decision_cache_bytes: int = DEFAULT_CACHE_BYTES,
@@ -402,7 +405,7 @@ class ReadOnlyView(_ViewBase):
     ) -> ReadOnlyView:
         """Open `path` read-only and fold it; `freeze_gc` moves everything alive then (the projection)
         out of the cyclic GC's reach (gc.freeze; `fumarole serve` is a process of its own)."""
-        event_log = await SqliteEventLog.open(path, readonly=True)
+        event_log = await open_log(path, readonly=True)
         try:
             projection = await load_projection(event_log)
         except BaseException:

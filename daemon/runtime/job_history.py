@@ -215,7 +215,7 @@ class JobHistoryReader:
         wanted = sorted(set(ranges))
         for i in range(0, len(wanted), _CHUNK):
             chunk = wanted[i : i + _CHUNK]
-            values = ",".join("(?, ?)" for _ in chunk)
+            values = ",".join("(CAST(? AS INTEGER), CAST(? AS INTEGER))" for _ in chunk)
             rows = self._rows(_CYCLE_FACTS.format(values=values), [x for r in chunk for x in r])
             for a, b, n, last, seq, tag, v, body in rows:
                 now = None

@@ -33,10 +33,12 @@ from daemon.runtime.live_loop import run_live
 from daemon.runtime.lockstep import TRACKED_TYPES, LockstepTracker, Step
 from daemon.runtime.session_loop import CycleRunner, CycleSummary
 from daemon.runtime.settings import Settings, split_listen
+from daemon.runtime.shared_log import IGNORE_LEASE_LOSS, SharedLogLeader
 from daemon.runtime.systemd import Notifier
 from daemon.runtime.writer import Writer
 from store.events import DECISIONS, BindDecided, EvictDecided
 from store.lock import LogLockedError, WriterLock, check_unlocked
+from store.postgres import PostgresEventLog, redact_dsn
 from store.sqlite import SqliteEventLog
 
 if TYPE_CHECKING:
@@ -83,6 +85,7 @@ class Service:
         self._stop_ev = anyio.Event()
         self.faults = FaultInjection()
         self.adapter: Any = None
+        self.shared: SharedLogLeader | None = None  # with --db postgresql://…: this replica's leadership
 
     # ------------------------------------------------------------------ start-up
     def _make_adapter(self) -> Any:
@@ -138,6 +141,8 @@ class Service:
             self.faults = FaultInjection.from_env(os.environ)
         except ValueError as e:
             raise ServiceError(str(e)) from None
+        if s.db:
+            return await self._run_shared(conf, adapter)
         try:
             check_unlocked(s.db_path)
         except LogLockedError as e:
@@ -161,8 +166,97 @@ class Service:
             if api_socket is not None:
                 api_socket.close()
 
+    async def _run_shared(self, conf: ConfWatcher, adapter: Any) -> int:
+        """On a shared PostgreSQL log: stand by (serving the API read-only from the followed log)
+        until this replica holds the lease, then lead (daemon/runtime/shared_log.py)."""
+        s = self.settings
+        api_socket = self._bind_api() if s.api else None
+        try:
+            event_log = await PostgresEventLog.open(s.db, session_timeout=max(0.5, s.lease_duration / 2))
+            try:
+                return await self._lead_shared(event_log, conf, adapter, api_socket)
+            finally:
+                with anyio.CancelScope(shield=True):
+                    await event_log.close()
+                self.notifier.stopping("stopped")
+        finally:
+            if api_socket is not None:
+                api_socket.close()
+
+    async def _lead_shared(
+        self, event_log: PostgresEventLog, conf: ConfWatcher, adapter: Any, api_socket: socket.socket | None
+    ) -> int:
+        s = self.settings
+        shared = self.shared = SharedLogLeader(
+            event_log, s.lease_duration, ignore_loss=os.environ.get(IGNORE_LEASE_LOSS) == "1"
+        )
+        rc = 0
+        leading = False
+        # One signal watcher for standing by, the takeover and leading: a SIGTERM at any moment
+        # stops the replica the clean way (never the default action between two watchers).
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(self._watch_signals, tg.cancel_scope)
+            async with anyio.create_task_group() as standing_by:
+                standby = await self._standby_api(standing_by, api_socket) if api_socket is not None else None
+                try:
+                    leading = await shared.wait_for_lease(lambda: self.stop_requested, self._standby)
+                finally:
+                    if standby is not None:
+                        with anyio.CancelScope(shield=True):
+                            await standby[0].cleanup()
+                            await standby[1].close()
+                    standing_by.cancel_scope.cancel()
+            if leading:
+                self._say(f"leading the shared log {redact_dsn(s.db)} (epoch {shared.epoch})")
+                tg.start_soon(shared.keep_lease, tg.cancel_scope.cancel)
+                rc = await self._run_with_log(event_log, conf, adapter, api_socket, watch_signals=False)
+            tg.cancel_scope.cancel()
+        if not leading:
+            return 0
+        if shared.lost:
+            log.error("stopped: another replica took the lease over")
+            print("fumarole: error: lost the lease of the shared log; stopped", file=sys.stderr)
+            return 1
+        with anyio.CancelScope(shield=True):
+            await shared.release()
+        return rc
+
+    async def _standby_api(self, tg: Any, sock: socket.socket) -> tuple[Any, Any]:
+        """While standing by: the API read-only over a projection following the shared log (on a
+        duplicate of the listening socket, so the leader's API takes the socket over afterwards)."""
+        from aiohttp import web
+
+        from api.app import build_app
+        from daemon.runtime.api_view import ReadOnlyView
+
+        view = await ReadOnlyView.open(self.settings.db, freeze_gc=False)
+        tg.start_soon(view.follow)
+        app = build_app(view, token=self.settings.api_token, max_body_bytes=self.settings.max_body_bytes)
+        runner = web.AppRunner(app, access_log=None)
+        await runner.setup()
+        await web.SockSite(runner, sock.dup()).start()
+        bound = sock.getsockname()[:2]
+        self.listen_address = (str(bound[0]), int(bound[1]))
+        self._say(f"REST API on http://{bound[0]}:{bound[1]}")  # the first line, as when leading
+        log.info("standing by: the REST API is read-only, following the shared log")
+        return runner, view
+
+    def _standby(self, line: str) -> None:
+        self.notifier.status(line)
+        self._say(line)
+
+    def _may_write(self) -> bool:
+        """False once this replica lost the lease of a shared log (its writes would be refused)."""
+        return self.shared is None or not self.shared.lost
+
+    def _db_label(self) -> str:
+        s = self.settings
+        return redact_dsn(s.db) if s.db else str(s.db_path)
+
     def leadership(self) -> tuple[bool | None, str]:
         """With leader election: (whether this replica leads, the lease holder); else (None, "")."""
+        if self.shared is not None:
+            return self.shared.leading, self.shared.leader
         adapter = self.adapter
         return adapter.leadership() if isinstance(adapter, LiveCluster) else (None, "")
 
@@ -182,7 +276,13 @@ class Service:
             raise ServiceError(str(e)) from None
 
     async def _run_with_log(
-        self, event_log: SqliteEventLog, conf: ConfWatcher, adapter: Any, api_socket: socket.socket | None
+        self,
+        event_log: SqliteEventLog | PostgresEventLog,
+        conf: ConfWatcher,
+        adapter: Any,
+        api_socket: socket.socket | None,
+        *,
+        watch_signals: bool = True,
     ) -> int:
         from daemon.cache import load_projection
 
@@ -192,7 +292,7 @@ class Service:
         log.info(
             "log opened",
             extra={
-                "db": str(self.settings.db_path),
+                "db": self._db_label(),
                 "last_seq": last,
                 "rebuild_s": round(time.monotonic() - t0, 3),
             },
@@ -225,7 +325,8 @@ class Service:
         async with anyio.create_task_group() as tg:
             tg.start_soon(writer.run)
             tg.start_soon(dispatcher.run)
-            tg.start_soon(self._watch_signals, tg.cancel_scope)
+            if watch_signals:
+                tg.start_soon(self._watch_signals, tg.cancel_scope)
             if self.notifier.watchdog_interval:
                 tg.start_soon(self._watchdog)
             api_runner = (
@@ -249,8 +350,9 @@ class Service:
                 if api_runner is not None:
                     with anyio.CancelScope(shield=True):
                         await api_runner.cleanup()
-                with anyio.CancelScope(shield=True):
-                    await self._save_snapshot(event_log, projection, force=True)
+                if self._may_write():
+                    with anyio.CancelScope(shield=True):
+                        await self._save_snapshot(event_log, projection, force=True)
                 tg.cancel_scope.cancel()
         return rc
 
@@ -262,7 +364,7 @@ class Service:
         dispatcher: Dispatcher,
         runner: CycleRunner,
         lockstep: LockstepTracker,
-        event_log: SqliteEventLog,
+        event_log: SqliteEventLog | PostgresEventLog,
     ) -> int:
         """advance → cycle → dispatch → …, starting at the step the log says comes next."""
         while True:
@@ -308,7 +410,7 @@ class Service:
         st.last = s
 
     async def _save_snapshot(
-        self, event_log: SqliteEventLog, projection: Any, *, force: bool = False
+        self, event_log: SqliteEventLog | PostgresEventLog, projection: Any, *, force: bool = False
     ) -> None:
         from daemon.cache import save_projection
 
@@ -358,12 +460,14 @@ class Service:
         stuck = sim.stuck_pods() if hasattr(sim, "stuck_pods") else []
         if stuck:
             lines.append(f"   {len(stuck)} pod(s) can never be placed: {', '.join(stuck[:5])}")
-        if st.cycles == 0 and drained:
+        if st.cycles == 0 and drained and self.settings.db:
+            lines.append(f"   (the shared log already holds this finished run; {self._db_label()})")
+        elif st.cycles == 0 and drained:
             lines.append(
                 f"   (the log in {self.settings.data_dir} already holds this finished run; "
                 "remove it or pass --data-dir to start a new one)"
             )
-        lines.append(f"   log: {self.settings.db_path}  (inspect: fumarole events / replay --db ...)")
+        lines.append(f"   log: {self._db_label()}  (inspect: fumarole events / replay --db ...)")
         for line in lines:
             self._say(line)
 
@@ -390,7 +494,11 @@ class Service:
             await anyio.sleep(interval)
 
     async def _start_api(
-        self, event_log: SqliteEventLog, projection: Any, writer: Writer, sock: socket.socket
+        self,
+        event_log: SqliteEventLog | PostgresEventLog,
+        projection: Any,
+        writer: Writer,
+        sock: socket.socket,
     ) -> Any:
         from aiohttp import web
 

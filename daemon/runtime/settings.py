@@ -23,6 +23,7 @@ class SettingsError(ValueError):
 
 class Settings(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     data_dir: str = "fumarole-data"
+    db: str = ""  # "" = SQLite in data_dir; a postgresql:// URL = the log shared by replicas (FUMAROLE_DB)
     scheduler_conf: str = ""  # "" = the bundled default configuration
     strict: bool = False  # a scheduler configuration warning (unknown plugin, ...) is an error
     adapter: Literal["simulator", "kubernetes"] = "simulator"
@@ -48,6 +49,7 @@ class Settings(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     lease_name: str = "fumarole"
     lease_namespace: str = ""  # "" = the pod's namespace in a cluster, else "default"
     lease_duration: float = 15.0  # seconds a standby waits for an unrenewed lease before taking over
+    # (kubernetes: the Lease object; a PostgreSQL log: the leadership row of the shared log)
 
     @property
     def db_path(self) -> Path:
@@ -158,6 +160,10 @@ def check_jaeger_url(url: str, where: str = "jaeger_url") -> str:
 
 def check_settings(s: Settings) -> None:
     check_jaeger_url(s.jaeger_url)
+    if s.db and not s.db.startswith(("postgresql://", "postgres://")):
+        raise SettingsError(
+            f"db: {s.db!r} is not a postgresql:// URL (the SQLite log lives in data_dir; leave db empty)"
+        )
     if s.schedule_period <= 0:
         raise SettingsError(f"schedule_period: must be positive, got {s.schedule_period}")
     if s.snapshot_every < 1:

@@ -509,6 +509,48 @@ def test_two_daemons_one_leads_and_the_standby_takes_over_after_kill9(
         w.cleanup(kube)
 
 
+def test_two_daemons_on_one_postgresql_log_hand_over_after_kill9(api: Api, ns: str, tmp_path: Path) -> None:
+    """The Kubernetes adapter on a shared PostgreSQL log: the log's lease picks the one replica that
+    watches and binds; after SIGKILL the standby takes over (log lease, then the Lease object) and
+    binds the rest; no pod is bound twice and the shared log replays identically."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "store"))
+    from fumarole_pg_server import fresh_dsn, require_pg
+    from fumarole_store_kit import run_pg
+
+    dsn = fresh_dsn(require_pg())
+    kube = api.kube()
+    w = Workload(ns, gangs=8, nodes=3, evictions=False)
+    w.create_cluster(kube)
+    first, second = w.groups[:4], w.groups[4:]
+    try:
+        with Kubelet(kube, ns, runtime=1.0):
+            procs = [start_daemon(api, tmp_path, "--db", dsn, data=k) for k in ("a", "b")]
+            w.groups = first
+            w.create_jobs(kube)
+            wait_for("the first jobs bound", lambda: _all_bound_once(kube, w))
+            holder = str(run_pg(dsn, "SELECT holder FROM leadership")[0][0])
+            leader = next(p for p in procs if holder.split("/")[1] == str(p.pid))
+            standby = next(p for p in procs if p is not leader)
+            assert _readyz(leader)["leading"] is True
+            leader.send_signal(signal.SIGKILL)
+            leader.communicate(timeout=30)
+            w.groups = second
+            w.create_jobs(kube)
+            w.groups = first + second
+            try:
+                wait_for("the standby to take over and bind the rest", lambda: _all_bound_once(kube, w))
+            finally:
+                _out, err = stop(standby)
+            assert standby.returncode == 0, err
+        assert max(scheduled_events(kube, ns).values()) == 1  # no pod bound twice
+        terms = run_pg(dsn, "SELECT epoch, holder FROM leader_terms ORDER BY epoch")
+        assert len(terms) == 2 and terms[0][1] == holder
+        r = subprocess.run([FUMAROLE, "replay", "--db", dsn], capture_output=True, text=True, timeout=120)
+        assert r.returncode == 0 and " 0 different" in r.stdout, r.stdout + r.stderr
+    finally:
+        w.cleanup(kube)
+
+
 _PORTS: dict[int, str] = {}
 
 

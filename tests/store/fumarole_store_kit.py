@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
 import sqlite3
+import threading
 from typing import Any
 
 import msgspec
@@ -16,7 +18,10 @@ from store.events import (
     PodUpserted,
 )
 from store.memory import MemoryEventLog, _Row
+from store.postgres import PostgresEventLog
 from store.sqlite import SqliteEventLog
+
+BACKENDS = ["memory", "sqlite", "postgres"]
 
 
 def node(i: int, **kw: Any) -> NodeUpserted:
@@ -69,10 +74,48 @@ def sample_event(cls: type[EventBase]) -> EventBase:
 ALL_SAMPLES = [sample_event(c) for _, c in sorted(EVENT_TYPES.items())]
 
 
-async def open_backend(kind: str, tmp_path: Any) -> MemoryEventLog | SqliteEventLog:
+def new_pg_dsn() -> str:
+    """An empty database on the test session's PostgreSQL server (skips/fails as require_pg says)."""
+    from fumarole_pg_server import fresh_dsn, require_pg
+
+    return fresh_dsn(require_pg())
+
+
+async def open_backend(kind: str, tmp_path: Any) -> MemoryEventLog | SqliteEventLog | PostgresEventLog:
     if kind == "memory":
         return MemoryEventLog()
+    if kind == "postgres":
+        return await PostgresEventLog.open(new_pg_dsn())
     return await SqliteEventLog.open(tmp_path / "events.db")
+
+
+def run_pg(dsn: str, sql: str, *args: Any) -> Any:
+    """Run one statement on its own connection, from synchronous code (a thread with its own loop)."""
+    import asyncpg
+
+    out: list[Any] = []
+
+    async def go() -> None:
+        conn = await asyncpg.connect(dsn)
+        try:
+            out.append(await conn.fetch(sql, *args))
+        finally:
+            await conn.close()
+
+    errors: list[BaseException] = []
+
+    def target() -> None:
+        try:
+            asyncio.run(go())
+        except BaseException as e:
+            errors.append(e)
+
+    t = threading.Thread(target=target)
+    t.start()
+    t.join()
+    if errors:
+        raise errors[0]
+    return out[0]
 
 
 def inject_raw(log: Any, type_: str, v: int, body: bytes) -> int:
@@ -80,6 +123,16 @@ def inject_raw(log: Any, type_: str, v: int, body: bytes) -> int:
     if isinstance(log, MemoryEventLog):
         log._rows.append(_Row(type_, v, None, body))
         return len(log._rows)
+    if isinstance(log, PostgresEventLog):
+        rows = run_pg(
+            log.dsn,
+            "WITH h AS (UPDATE log_head SET last_seq = last_seq + 1 WHERE id = 1 RETURNING last_seq) "
+            "INSERT INTO events (seq, type, v, body) SELECT last_seq, $1, $2, $3 FROM h RETURNING seq",
+            type_,
+            v,
+            body,
+        )
+        return int(rows[0][0])
     conn = sqlite3.connect(log.path)
     try:
         seq = int(conn.execute("SELECT coalesce(max(seq), 0) + 1 FROM events").fetchone()[0])

@@ -1,4 +1,4 @@
-"""Property: random append/checkpoint sequences give the same answers on both backends and a plain model."""
+"""Property: random append/checkpoint sequences give the same answers on every backend and a plain model."""
 
 from __future__ import annotations
 
@@ -11,9 +11,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from fumarole_store_kit import clock
+from fumarole_store_kit import clock, new_pg_dsn
 
 from store.memory import MemoryEventLog
+from store.postgres import PostgresEventLog
 from store.sqlite import SqliteEventLog
 
 keys = st.one_of(st.none(), st.sampled_from(["a", "b", "c", "d", "e", "f"]))
@@ -67,14 +68,16 @@ async def run(log, operations):
 def test_backends_match_the_model(operations):
     want_answers, want_rows, want_cps = model(operations)
     with tempfile.TemporaryDirectory() as d:
+        dsn = new_pg_dsn()
 
-        async def both():
+        async def every():
             mem = await run(MemoryEventLog(), operations)
             sql = await run(await SqliteEventLog.open(Path(d) / "e.db"), operations)
-            return mem, sql
+            pg = await run(await PostgresEventLog.open(dsn), operations)
+            return mem, sql, pg
 
-        mem, sql = anyio.run(both)
-    for got in (mem, sql):
+        results = anyio.run(every)
+    for got in results:
         answers, rows, cps, last = got
         assert answers == want_answers
         assert rows == want_rows

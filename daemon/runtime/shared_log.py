@@ -1,0 +1,130 @@
+"""Leading on a shared PostgreSQL log: stand by until the lease is ours, keep it, hand it over.
+
+Several replicas (`fumarole run --db postgresql://…`) share one log.  Each holds a `Leadership`
+(store/pg_leadership.py) on it: a standby tries the lease every `lease/4` seconds (at most 0.5 s,
+and at the moment the current lease expires, by the database's clock) and takes it once the
+leader has not renewed it for `lease_duration` seconds (a crash, kill -9,
+a pause, a lost network); it then starts exactly as a restarted daemon does, from the log (newest
+snapshot plus the tail, the lockstep's position, the adapter resumed from the recorded facts),
+so cycle numbering and the simulation continue where the old leader stopped.
+
+The leader renews every `lease/3` seconds; a renewal that finds another epoch means it was taken
+over: the leader stops at once (exit 1).  That is good manners only: should a stale leader write
+before it notices (a process paused past its lease and resumed), the database refuses the write
+(its rows carry the old epoch; FencedError), which also stops it.  A clean stop releases the
+lease so a standby takes over without waiting.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import secrets
+import socket
+from collections.abc import Awaitable, Callable
+
+import anyio
+
+from store.log import FencedError, LogError
+from store.pg_leadership import Leadership, lease_state
+from store.postgres import PostgresEventLog
+
+__all__ = ["IGNORE_LEASE_LOSS", "SharedLogLeader", "holder_name", "log_error_in"]
+
+log = logging.getLogger("fumarole.leader")
+
+# Test-only: a leader that does not notice it lost the lease (to prove the database refuses it).
+IGNORE_LEASE_LOSS = "FUMAROLE_TEST_IGNORE_LEASE_LOSS"
+
+
+def holder_name() -> str:
+    """This process's name in the lease: host, PID and a random suffix (unique per process)."""
+    return f"{socket.gethostname()}/{os.getpid()}/{secrets.token_hex(3)}"
+
+
+def log_error_in(exc: BaseException) -> LogError | None:
+    """The LogError in `exc` (itself or inside exception groups; a FencedError first), or None."""
+    found = [e for e in _leaves(exc) if isinstance(e, LogError)]
+    return next((e for e in found if isinstance(e, FencedError)), found[0] if found else None)
+
+
+def _leaves(exc: BaseException) -> list[BaseException]:
+    if isinstance(exc, BaseExceptionGroup):
+        return [leaf for e in exc.exceptions for leaf in _leaves(e)]
+    return [exc]
+
+
+class SharedLogLeader:
+    """This replica's leadership of the shared log `event_log`."""
+
+    def __init__(
+        self, event_log: PostgresEventLog, lease_seconds: float, *, ignore_loss: bool = False
+    ) -> None:
+        self.leadership = Leadership(event_log, holder_name(), lease_seconds)
+        self.leading = False
+        self.lost = False
+        self.ignore_loss = ignore_loss
+        self.leader = ""  # the holder this replica last saw leading
+
+    @property
+    def epoch(self) -> int:
+        return self.leadership.epoch
+
+    async def wait_for_lease(self, stopping: Callable[[], bool], on_standby: Callable[[str], None]) -> bool:
+        """Try the lease until it is ours (True) or `stopping()` (False)."""
+        lease = self.leadership.lease_seconds
+        pause = min(lease / 4, 0.5)
+        announced = ""
+        while not stopping():
+            try:
+                epoch = await self.leadership.acquire()
+                state = await lease_state(self.leadership.log)
+            except LogError as e:  # the database is unreachable for now: keep trying
+                log.warning("standing by: the shared log cannot be reached: %s", e)
+                await anyio.sleep(pause)
+                continue
+            if epoch is not None:
+                self.leading = True
+                self.leader = self.leadership.holder
+                log.info("leading the shared log", extra={"epoch": epoch, "holder": self.leader})
+                return True
+            self.leader = state.holder
+            if state.holder != announced:
+                announced = state.holder
+                on_standby(f"standing by: {state.holder} leads the shared log (epoch {state.epoch})")
+            # Try again when the lease would expire if it is not renewed (at most `pause` from now),
+            # so a lost leader is replaced within one lease of its last renewal.
+            await anyio.sleep(min(pause, max(0.005, state.expires_in + 0.005)))
+        return False
+
+    async def keep_lease(self, on_lost: Callable[[], Awaitable[None] | None]) -> None:
+        """Renew every lease/3 seconds; on losing the lease call `on_lost` (unless told to ignore it)."""
+        interval = self.leadership.lease_seconds / 3
+        while True:
+            await anyio.sleep(interval)
+            try:
+                if await self.leadership.renew():
+                    continue
+                state = await lease_state(self.leadership.log)
+            except LogError as e:  # unreachable for now; if another replica took over, writes fail
+                log.warning("cannot renew the lease of the shared log: %s", e)
+                continue
+            self.leading = False
+            self.leader = state.holder
+            log.error(
+                "lost the lease of the shared log",
+                extra={"epoch": self.epoch, "now_epoch": state.epoch, "holder": state.holder},
+            )
+            if self.ignore_loss:
+                return
+            self.lost = True
+            res = on_lost()
+            if res is not None:
+                await res
+            return
+
+    async def release(self) -> None:
+        """Hand the lease over now (a clean stop)."""
+        if self.leading:
+            self.leading = False
+            await self.leadership.release()

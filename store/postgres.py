@@ -1,0 +1,524 @@
+"""PostgresEventLog: the EventLog on PostgreSQL (asyncpg): a log shared by replicas, fenced leaders.
+
+Why asyncpg: the well-kept asyncio driver for PostgreSQL, speaking the binary protocol (BYTEA and
+BIGINT arrays travel without text conversion, which an `unnest` insert of a whole batch relies
+on), with connection pools and LISTEN callbacks built in; psycopg 3 would do too, at a higher
+per-call cost in its async mode.
+
+How sequence numbers stay gap-free with several appenders (other tasks, other processes): a
+SEQUENCE is not transactional (a rolled-back append burns its numbers), so the log keeps its last
+seq in the one-row table `log_head`.  The append transaction locks that row (SELECT … FOR UPDATE),
+numbers its events last+1…, inserts them and the new head, and commits: appenders are serialised
+by the row lock, a rollback gives its numbers back, and commits happen in seq order, so a reader
+that sees seq N has every seq below N too (followers can tail without holes).
+
+Idempotency keys are looked up under that lock; checkpoints, decision-index rows and cycle spans
+commit in the append's transaction; the head update NOTIFYs channel `fumarole_log` with the new
+last seq (delivered at commit), which wakes `tail` on every process listening (with a polling
+fallback of `poll_interval` seconds should a notification be missed).
+
+Fencing: a leader takes `leadership` (store/pg_leadership.py) and gets an epoch; a log with an
+epoch checks it in every write transaction (fumarole_check_epoch: the leadership row is share-locked
+and compared, so a takeover waits for in-flight appends and later ones fail), and every event row
+carries its writer's epoch, which a statement trigger compares with the current one.  A stale
+leader's append is therefore refused by the database (SQLSTATE FM001 → FencedError).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from collections.abc import AsyncGenerator, Collection, Sequence
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+import anyio
+import asyncpg
+
+from store.codec import CodecError, decode, event_row
+from store.events import Event
+from store.index import IndexFields, cycle_spans, decision_query, index_fields
+from store.log import (
+    CorruptEventError,
+    FencedError,
+    LogClosedError,
+    LogError,
+    StoredEvent,
+    check_append_args,
+    check_checkpoint,
+    check_read_args,
+)
+from store.pg_schema import check_schema_pg, migrate_pg
+
+__all__ = ["CHANNEL", "PostgresEventLog", "is_postgres_url", "redact_dsn"]
+
+CHANNEL = "fumarole_log"
+_COLUMNS = "seq, type, v, idem_key, body"
+# The log head locked (appenders queue on this row) and the batch's idempotency keys looked up.
+_LOCK_HEAD = (
+    "SELECT h.last_seq, k.keys, k.seqs FROM log_head h, LATERAL (SELECT array_agg(idem_key) AS keys, "
+    "array_agg(seq) AS seqs FROM events WHERE idem_key = ANY($1::text[])) k WHERE h.id = 1 FOR UPDATE OF h"
+)
+# The rest of an append in one statement: decision-index rows ($1-$9), cycle spans ($10-$12), the
+# new head ($13, NOTIFYing the channel at commit); _WRITE_ALL also inserts the events ($14-$20).
+_WRITE_REST_CTES = (
+    "WITH d AS (INSERT INTO decision_index (seq, cycle, type, job, namespace, pod, queue, node, detail) "
+    "SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::text[], $4::text[], $5::text[], $6::text[], "
+    "$7::text[], $8::text[], $9::text[])), "
+    "c AS (INSERT INTO decision_cycles (cycle, first_seq, last_seq) "
+    "SELECT * FROM unnest($10::bigint[], $11::bigint[], $12::bigint[]) "
+    "ON CONFLICT (cycle) DO UPDATE SET first_seq = least(decision_cycles.first_seq, excluded.first_seq), "
+    "last_seq = greatest(decision_cycles.last_seq, excluded.last_seq)), "
+    "h AS (UPDATE log_head SET last_seq = $13 WHERE id = 1 RETURNING last_seq)"
+)
+_NOTIFY = f" SELECT pg_notify('{CHANNEL}', last_seq::text) FROM h"
+_WRITE_REST = _WRITE_REST_CTES + _NOTIFY
+_WRITE_ALL = (
+    _WRITE_REST_CTES + ", e AS (INSERT INTO events (seq, type, v, at_ms, idem_key, body, epoch) "
+    "SELECT s, t, v, a, k, b, $20 FROM unnest($14::bigint[], $15::text[], $16::int[], $17::bigint[], "
+    "$18::text[], $19::bytea[]) AS u(s, t, v, a, k, b))" + _NOTIFY
+)
+# For `fumarole migrate --from … --to …` (store/copy.py): rows, index rows and spans as they are.
+_INSERT = (
+    "INSERT INTO events (seq, type, v, at_ms, idem_key, body, epoch) "
+    "SELECT s, t, v, a, k, b, $7 FROM unnest($1::bigint[], $2::text[], $3::int[], $4::bigint[], "
+    "$5::text[], $6::bytea[]) AS u(s, t, v, a, k, b)"
+)
+_INSERT_INDEX = (
+    "INSERT INTO decision_index (seq, cycle, type, job, namespace, pod, queue, node, detail) "
+    "SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::text[], $4::text[], $5::text[], $6::text[], "
+    "$7::text[], $8::text[], $9::text[])"
+)
+_UPSERT_CYCLES = (
+    "INSERT INTO decision_cycles (cycle, first_seq, last_seq) "
+    "SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::bigint[]) "
+    "ON CONFLICT (cycle) DO UPDATE SET first_seq = least(decision_cycles.first_seq, excluded.first_seq), "
+    "last_seq = greatest(decision_cycles.last_seq, excluded.last_seq)"
+)
+_UPSERT_CHECKPOINT = (
+    "INSERT INTO checkpoints (consumer, seq) VALUES ($1, $2) "
+    "ON CONFLICT (consumer) DO UPDATE SET seq = excluded.seq"
+)
+_UPSERT_SNAPSHOT = (
+    "INSERT INTO snapshots (name, seq, data) VALUES ($1, $2, $3) "
+    "ON CONFLICT (name, seq) DO UPDATE SET data = excluded.data"
+)
+FENCED_SQLSTATE = "FM001"
+_EVENT_COLUMNS = ["seq", "type", "v", "at_ms", "idem_key", "body", "epoch"]
+_INDEX_COLUMNS = ["seq", "cycle", "type", "job", "namespace", "pod", "queue", "node", "detail"]
+_COPY_FROM = 64  # rows: from this many a batch goes in with COPY (fewer: one INSERT … unnest)
+
+# type, v, at_ms, idem_key, body, decision-index fields (None for a non-decision)
+IndexedRow = tuple[str, int, int | None, str | None, bytes, IndexFields | None]
+
+
+def is_postgres_url(db: str) -> bool:
+    """Whether `--db` names a PostgreSQL database (postgresql:// or postgres://) rather than a file."""
+    return db.startswith(("postgresql://", "postgres://"))
+
+
+def redact_dsn(dsn: str) -> str:
+    """The DSN without its password, for messages and logs."""
+    parts = urlsplit(dsn)
+    if parts.password is None:
+        return dsn
+    netloc = parts.netloc.rsplit("@", 1)
+    user = netloc[0].split(":", 1)[0]
+    return urlunsplit(parts._replace(netloc=f"{user}:***@{netloc[1]}"))
+
+
+def to_dollar_params(sql: str) -> str:
+    """SQLite's `?` placeholders as PostgreSQL's `$1, $2, …` (the shared queries use no `?` in text)."""
+    n = 0
+
+    def sub(_: re.Match[str]) -> str:
+        nonlocal n
+        n += 1
+        return f"${n}"
+
+    return re.sub(r"\?", sub, sql)
+
+
+class PostgresEventLog:
+    """The EventLog on a PostgreSQL database (see the module docstring).
+
+    Open with `await PostgresEventLog.open(dsn)`; `readonly=True` applies no migration, refuses
+    writes and requires the database at the code's schema version.  Writes from one process go
+    through one connection in turn (an asyncio lock); reads use a pool of `readers` connections.
+    """
+
+    def __init__(
+        self,
+        dsn: str,
+        pool: Any,
+        writer: Any,
+        *,
+        readonly: bool,
+        poll_interval: float,
+        writer_settings: dict[str, str] | None = None,
+    ) -> None:
+        self.dsn = dsn
+        self._writer_settings = writer_settings or {}
+        self.path = redact_dsn(dsn)  # what messages name (as SqliteEventLog.path)
+        self.readonly = readonly
+        self.epoch = 0  # the leadership term this log writes in (0: unfenced, before any leader)
+        self._pool = pool
+        self._writer = writer
+        self._write_lock = asyncio.Lock()
+        self._poll_interval = poll_interval
+        self._listener: Any = None
+        self._listen_lock = asyncio.Lock()
+        self._changed: anyio.Event | None = None
+        self._closed = False
+        self.commits = 0
+
+    # -- opening / closing -----------------------------------------------------------------------
+    @classmethod
+    async def open(
+        cls,
+        dsn: str,
+        *,
+        readonly: bool = False,
+        readers: int = 2,
+        poll_interval: float = 1.0,
+        connect_timeout: float = 10.0,
+        session_timeout: float = 10.0,
+    ) -> PostgresEventLog:
+        """Connect (and unless readonly, create and migrate the schema).
+
+        `session_timeout` bounds how long the writer's session may wait for a lock and stay idle
+        inside a transaction: a process paused in the middle of an append (SIGSTOP, a VM freeze)
+        has its session ended by the server after that long, so its locks cannot keep a standby
+        from taking over (lock_timeout, idle_in_transaction_session_timeout)."""
+        where = redact_dsn(dsn)
+        if readers < 1:
+            raise ValueError("readers: at least 1")
+        writer: Any = None
+        pool: Any = None
+        ms = str(max(1, round(session_timeout * 1000)))
+        settings = {"lock_timeout": ms, "idle_in_transaction_session_timeout": ms}
+        try:
+            if readonly:
+                conn = await asyncpg.connect(dsn, timeout=connect_timeout)
+                try:
+                    await check_schema_pg(conn, where)
+                finally:
+                    await conn.close()
+            else:
+                writer = await asyncpg.connect(dsn, timeout=connect_timeout, server_settings=settings)
+                await migrate_pg(writer, where)
+            pool = await asyncpg.create_pool(dsn, min_size=1, max_size=readers, timeout=connect_timeout)
+        except BaseException as e:
+            if writer is not None:
+                writer.terminate()
+            if pool is not None:
+                pool.terminate()
+            if isinstance(e, (asyncpg.PostgresError, OSError, asyncpg.InterfaceError, TimeoutError)):
+                raise LogError(f"{where}: cannot open the event log: {e}") from e
+            raise
+        return cls(
+            dsn, pool, writer, readonly=readonly, poll_interval=poll_interval, writer_settings=settings
+        )
+
+    async def close(self) -> None:
+        """Wait for the running write, close every connection; idempotent."""
+        if self._closed:
+            return
+        self._closed = True
+        with anyio.CancelScope(shield=True):
+            async with self._write_lock:
+                if self._writer is not None:
+                    await self._writer.close()
+            if self._listener is not None:
+                await self._listener.close()
+            await self._pool.close()
+        self._notify()
+
+    async def __aenter__(self) -> PostgresEventLog:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    # -- writes ----------------------------------------------------------------------------------
+    async def append(
+        self,
+        events: Sequence[Event],
+        *,
+        idem_keys: Sequence[str | None] | None = None,
+        checkpoint: tuple[str, int] | None = None,
+    ) -> list[int]:
+        keys = check_append_args(len(events), idem_keys, checkpoint)
+        rows: list[IndexedRow] = []
+        for ev, key in zip(events, keys, strict=True):
+            tag, v, data = event_row(ev)  # an event that cannot be encoded fails the whole batch here
+            at_ms = getattr(ev, "at_ms", None)
+            rows.append((tag, v, at_ms if isinstance(at_ms, int) else None, key, data, index_fields(ev)))
+        if not rows and checkpoint is None:
+            self._check_writable()
+            return []
+        return await self._write(rows, checkpoint, None)
+
+    async def set_checkpoint(self, consumer: str, seq: int) -> None:
+        check_checkpoint(consumer, seq)
+        await self._write([], (consumer, seq), None)
+
+    async def save_snapshot(self, name: str, seq: int, data: bytes) -> None:
+        if not isinstance(name, str) or not name:
+            raise ValueError("save_snapshot: the name must be a non-empty string")
+        if isinstance(seq, bool) or not isinstance(seq, int) or seq < 0:
+            raise ValueError(f"save_snapshot: seq must be a non-negative integer, got {seq!r}")
+        await self._write([], None, (name, seq, bytes(data)))
+
+    def _check_writable(self) -> None:
+        if self._closed:
+            raise LogClosedError("the event log is closed")
+        if self.readonly or self._writer is None:
+            raise LogError(f"{self.path}: the event log was opened read-only")
+
+    async def _write(
+        self,
+        rows: list[IndexedRow],
+        checkpoint: tuple[str, int] | None,
+        snapshot: tuple[str, int, bytes] | None,
+    ) -> list[int]:
+        seqs: list[int] = await self._with_writer(
+            lambda conn: self._transaction(conn, rows, checkpoint, snapshot)
+        )
+        self.commits += 1
+        if rows:
+            self._notify()
+        return seqs
+
+    async def _with_writer(self, work: Any) -> Any:
+        """Run `work(connection)` on the writer connection, in turn with every other write, shielded
+        from cancellation (a started transaction finishes: commit or rollback).  A connection the
+        server or the network closed is replaced for the next write (this one fails)."""
+        self._check_writable()
+        with anyio.CancelScope(shield=True):
+            async with self._write_lock:
+                self._check_writable()
+                try:
+                    if self._writer.is_closed():
+                        self._writer = await asyncpg.connect(self.dsn, server_settings=self._writer_settings)
+                    return await work(self._writer)
+                except asyncpg.PostgresError as e:
+                    raise _log_error(e) from e
+                except (OSError, asyncpg.InterfaceError, TimeoutError) as e:
+                    raise LogError(f"{self.path}: write failed (connection): {e}") from e
+        raise AssertionError("unreachable")  # pragma: no cover - mypy: a shielded scope may swallow
+
+    async def _transaction(
+        self,
+        conn: Any,
+        rows: list[IndexedRow],
+        checkpoint: tuple[str, int] | None,
+        snapshot: tuple[str, int, bytes] | None,
+    ) -> list[int]:
+        async with conn.transaction():
+            if self.epoch:
+                await conn.fetchval("SELECT fumarole_check_epoch($1)", self.epoch)
+            seqs: list[int] = []
+            if rows:
+                # One round trip: lock the head (appenders queue here) and look the keys up.
+                wanted = sorted({r[3] for r in rows if r[3] is not None})
+                head = await conn.fetchrow(_LOCK_HEAD, wanted)
+                last = int(head[0])
+                known = dict(zip(head[1] or (), head[2] or (), strict=True))
+                cols: tuple[list[Any], ...] = ([], [], [], [], [], [])
+                indexed: list[tuple[Any, ...]] = []
+                next_seq = last + 1
+                for tag, v, at_ms, key, data, fields in rows:
+                    if key is not None:
+                        old = known.get(key)
+                        if old is not None:
+                            seqs.append(old)
+                            continue
+                        known[key] = next_seq
+                    for col, value in zip(cols, (next_seq, tag, v, at_ms, key, data), strict=True):
+                        col.append(value)
+                    if fields is not None:
+                        indexed.append((next_seq, *fields))
+                    seqs.append(next_seq)
+                    next_seq += 1
+                if cols[0]:
+                    index_cols = [list(c) for c in zip(*indexed, strict=True)] or [[]] * 9
+                    spans = cycle_spans(indexed)
+                    span_cols = [list(c) for c in zip(*spans, strict=True)] or [[]] * 3
+                    if len(cols[0]) >= _COPY_FROM:
+                        records = zip(*cols, [self.epoch] * len(cols[0]), strict=True)
+                        await conn.copy_records_to_table("events", records=records, columns=_EVENT_COLUMNS)
+                        if len(indexed) >= _COPY_FROM:
+                            await conn.copy_records_to_table(
+                                "decision_index", records=indexed, columns=_INDEX_COLUMNS
+                            )
+                            index_cols = [[]] * 9
+                        await conn.execute(_WRITE_REST, *index_cols, *span_cols, next_seq - 1)
+                    else:  # one round trip: events, index rows, cycle spans, head and NOTIFY
+                        await conn.execute(
+                            _WRITE_ALL, *index_cols, *span_cols, next_seq - 1, *cols, self.epoch
+                        )
+            if checkpoint is not None:
+                await conn.execute(_UPSERT_CHECKPOINT, checkpoint[0], checkpoint[1])
+            if snapshot is not None:
+                await conn.execute(_UPSERT_SNAPSHOT, *snapshot)
+        return seqs
+
+    # -- notifications ---------------------------------------------------------------------------
+    def _notify(self) -> None:
+        if self._changed is not None:
+            self._changed.set()
+            self._changed = None
+
+    def _on_notification(self, *_: Any) -> None:
+        self._notify()
+
+    async def _ensure_listening(self) -> None:
+        if self._listener is not None:
+            return
+        async with self._listen_lock:
+            if self._listener is None and not self._closed:
+                try:
+                    conn = await asyncpg.connect(self.dsn)
+                    await conn.add_listener(CHANNEL, self._on_notification)
+                except (asyncpg.PostgresError, asyncpg.InterfaceError, OSError, TimeoutError):
+                    return  # tail polls (every poll_interval) until a listener connects
+                conn.add_termination_listener(self._on_listener_lost)
+                self._listener = conn
+
+    def _on_listener_lost(self, *_: Any) -> None:
+        """The listening connection ended (server restart, network): listen again on the next tail."""
+        self._listener = None
+        self._notify()
+
+    # -- reads -----------------------------------------------------------------------------------
+    async def _fetch(self, sql: str, *params: Any) -> list[Any]:
+        if self._closed:
+            raise LogClosedError("the event log is closed")
+        try:
+            return list(await self._pool.fetch(sql, *params))
+        except asyncpg.PostgresError as e:
+            raise LogError(f"{self.path}: read failed: {e}") from e
+        except (OSError, asyncpg.InterfaceError) as e:
+            if self._closed:
+                raise LogClosedError("the event log is closed") from e
+            raise LogError(f"{self.path}: read failed (connection): {e}") from e
+
+    async def _select_rows(
+        self, from_seq: int, to_seq: int | None, limit: int, types: Collection[str] | None
+    ) -> list[Any]:
+        if types is not None and not types:
+            return []
+        where = ["seq >= $1"]
+        params: list[Any] = [from_seq]
+        if to_seq is not None:
+            params.append(to_seq)
+            where.append(f"seq <= ${len(params)}")
+        if types is not None:
+            params.append(sorted(set(types)))
+            where.append(f"type = ANY(${len(params)}::text[])")
+        params.append(limit)
+        sql = f"SELECT {_COLUMNS} FROM events WHERE {' AND '.join(where)} ORDER BY seq LIMIT ${len(params)}"
+        return await self._fetch(sql, *params)
+
+    async def read(
+        self, from_seq: int = 1, limit: int = 1000, *, types: Collection[str] | None = None
+    ) -> list[StoredEvent]:
+        check_read_args(from_seq, limit)
+        return [_stored(r) for r in await self._select_rows(from_seq, None, limit, types)]
+
+    async def read_range(
+        self, from_seq: int, to_seq: int, *, types: Collection[str] | None = None, batch: int = 10000
+    ) -> AsyncGenerator[StoredEvent, None]:
+        check_read_args(from_seq, batch)
+        seq = from_seq
+        while seq <= to_seq:
+            page = await self._select_rows(seq, to_seq, batch, types)
+            if not page:
+                return
+            for row in page:
+                yield _stored(row)
+            seq = int(page[-1][0]) + 1
+
+    async def tail(
+        self, from_seq: int, *, limit: int = 1000, timeout: float | None = None
+    ) -> list[StoredEvent]:
+        check_read_args(from_seq, limit)
+        with anyio.move_on_after(timeout):
+            while True:
+                if self._closed:
+                    raise LogClosedError("the event log is closed")
+                await self._ensure_listening()
+                if self._changed is None:
+                    self._changed = anyio.Event()
+                changed = self._changed
+                page = await self.read(from_seq, limit)
+                if page:
+                    return page
+                with anyio.move_on_after(self._poll_interval):
+                    await changed.wait()
+        return []
+
+    async def read_decisions(
+        self, *, since: int = 1, limit: int = 100, types: tuple[str, ...] = (), **filters: str | int | None
+    ) -> list[StoredEvent]:
+        """Decision events matching every filter through the decision index (store/index.py)."""
+        check_read_args(since, limit)
+        sql, params = decision_query(since=since, limit=limit, types=types, **filters)
+        return [_stored(r) for r in await self._fetch(to_dollar_params(sql), *params)]
+
+    async def last_seq(self) -> int:
+        rows = await self._fetch("SELECT last_seq FROM log_head WHERE id = 1")
+        return int(rows[0][0])
+
+    async def checkpoint(self, consumer: str) -> int:
+        rows = await self._fetch("SELECT seq FROM checkpoints WHERE consumer = $1", consumer)
+        return int(rows[0][0]) if rows else 0
+
+    async def checkpoints(self) -> dict[str, int]:
+        """Every consumer's checkpoint (diagnostics, the migration's verification)."""
+        rows = await self._fetch("SELECT consumer, seq FROM checkpoints ORDER BY consumer")
+        return {str(c): int(s) for c, s in rows}
+
+    async def latest_snapshot(
+        self, name: str, *, at_or_before: int | None = None
+    ) -> tuple[int, bytes] | None:
+        if at_or_before is None:
+            rows = await self._fetch(
+                "SELECT seq, data FROM snapshots WHERE name = $1 ORDER BY seq DESC LIMIT 1", name
+            )
+        else:
+            rows = await self._fetch(
+                "SELECT seq, data FROM snapshots WHERE name = $1 AND seq <= $2 ORDER BY seq DESC LIMIT 1",
+                name,
+                at_or_before,
+            )
+        return (int(rows[0][0]), bytes(rows[0][1])) if rows else None
+
+    async def fetch(self, sql: str, *params: Any) -> list[Any]:
+        """Run a read query on the reader pool (the leadership helpers, the migration's digest)."""
+        return await self._fetch(sql, *params)
+
+    async def execute_write(self, sql: str, *params: Any) -> list[Any]:
+        """Run one statement on the writer connection, in turn with the appends (leadership changes)."""
+
+        async def work(conn: Any) -> list[Any]:
+            return list(await conn.fetch(sql, *params))
+
+        rows: list[Any] = await self._with_writer(work)
+        return rows
+
+
+def _stored(row: Any) -> StoredEvent:
+    seq, tag, v, key, body = row
+    try:
+        ev = decode(tag, v, body)
+    except CodecError as e:
+        raise CorruptEventError(seq, str(e)) from e
+    return StoredEvent(seq=seq, type=tag, event=ev, idem_key=key)
+
+
+def _log_error(e: asyncpg.PostgresError) -> LogError:
+    if getattr(e, "sqlstate", None) == FENCED_SQLSTATE:
+        return FencedError(str(e))
+    return LogError(f"write failed, nothing of it was written: {type(e).__name__}: {e}")
