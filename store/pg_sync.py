@@ -18,7 +18,7 @@ from typing import Any
 import asyncpg
 
 from store.log import LogError
-from store.postgres import redact_dsn, to_dollar_params
+from store.pg_url import redact_dsn, to_dollar_params
 
 __all__ = ["PgSyncConnection"]
 

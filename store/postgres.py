@@ -27,10 +27,8 @@ leader's append is therefore refused by the database (SQLSTATE FM001 → FencedE
 from __future__ import annotations
 
 import asyncio
-import re
 from collections.abc import AsyncGenerator, Collection, Sequence
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
 
 import anyio
 import asyncpg
@@ -49,6 +47,7 @@ from store.log import (
     check_read_args,
 )
 from store.pg_schema import check_schema_pg, migrate_pg
+from store.pg_url import is_postgres_url, redact_dsn, to_dollar_params
 
 __all__ = ["CHANNEL", "PostgresEventLog", "is_postgres_url", "redact_dsn"]
 
@@ -110,33 +109,6 @@ _COPY_FROM = 64  # rows: from this many a batch goes in with COPY (fewer: one IN
 
 # type, v, at_ms, idem_key, body, decision-index fields (None for a non-decision)
 IndexedRow = tuple[str, int, int | None, str | None, bytes, IndexFields | None]
-
-
-def is_postgres_url(db: str) -> bool:
-    """Whether `--db` names a PostgreSQL database (postgresql:// or postgres://) rather than a file."""
-    return db.startswith(("postgresql://", "postgres://"))
-
-
-def redact_dsn(dsn: str) -> str:
-    """The DSN without its password, for messages and logs."""
-    parts = urlsplit(dsn)
-    if parts.password is None:
-        return dsn
-    netloc = parts.netloc.rsplit("@", 1)
-    user = netloc[0].split(":", 1)[0]
-    return urlunsplit(parts._replace(netloc=f"{user}:***@{netloc[1]}"))
-
-
-def to_dollar_params(sql: str) -> str:
-    """SQLite's `?` placeholders as PostgreSQL's `$1, $2, …` (the shared queries use no `?` in text)."""
-    n = 0
-
-    def sub(_: re.Match[str]) -> str:
-        nonlocal n
-        n += 1
-        return f"${n}"
-
-    return re.sub(r"\?", sub, sql)
 
 
 class PostgresEventLog:
