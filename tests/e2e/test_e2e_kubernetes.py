@@ -47,7 +47,15 @@ from cluster_kit import (
 from fake_apiserver import ALL, FakeApiServer
 from kube_http import Kube, KubeError, write_kubeconfig
 
-from store.events import BindDecided, CycleOpened, EvictDecided, PodDeleted, PodUpserted
+from store.events import (
+    BindDecided,
+    CycleOpened,
+    EvictDecided,
+    EvictFailed,
+    EvictSucceeded,
+    PodDeleted,
+    PodUpserted,
+)
 
 
 @dataclass
@@ -313,6 +321,9 @@ def test_kill9_and_restart_binds_every_pod_once_and_replays_identically(
             proc = start_daemon(api, tmp_path)
             try:
                 wait_for("every pod bound once (evicted ones included)", lambda: _all_bound_once(kube, w))
+                # An eviction decided in the last cycle may not be forwarded yet (a stop leaves it
+                # to the next start, which re-forwards it): wait for every one to have an outcome.
+                wait_for("every eviction decided forwarded", lambda: _evictions_forwarded(tmp_path))
             finally:
                 _out, err = stop(proc)
             assert proc.returncode == 0, err
@@ -341,6 +352,14 @@ def test_kill9_and_restart_binds_every_pod_once_and_replays_identically(
         assert " 0 different" in replay.stdout
     finally:
         w.cleanup(kube)
+
+
+def _evictions_forwarded(tmp_path: Path) -> bool:
+    """Every EvictDecided in the daemon's log has its outcome (EvictSucceeded or EvictFailed)."""
+    records = read_log(tmp_path / "data" / "fumarole.db")
+    decided = {r.seq for r in records if isinstance(r.event, EvictDecided)}
+    answered = {r.event.decision_seq for r in records if isinstance(r.event, EvictSucceeded | EvictFailed)}
+    return decided <= answered
 
 
 def _all_bound_once(kube: Kube, w: Workload) -> bool:
