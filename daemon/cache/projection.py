@@ -122,6 +122,11 @@ class Projection(ProjectionState):
     def counts(self) -> dict[str, int]:
         return {k: len(v) for k, v in self.objects.items()}
 
+    @property
+    def generation(self) -> int:
+        """Counts folded events that can change a snapshot: equal generations freeze the same objects."""
+        return self._generation
+
     # ------------------------------------------------------------------------- caches
     def _invalidate(self, kind: str, key: Key) -> None:
         self._parsed.pop((kind, key), None)
