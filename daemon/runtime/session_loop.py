@@ -100,7 +100,8 @@ class CycleRunner:
         active = self.conf.active
         watermark = self.projection.seq
         t_freeze = time.perf_counter()
-        snapshot: ClusterSnapshot = self.projection.freeze(cycle=self.cycle + 1)
+        with self.heap.paused():
+            snapshot: ClusterSnapshot = self.projection.freeze(cycle=self.cycle + 1)
         generation: int = self.projection.generation
         t_gc = time.perf_counter()
         freeze_s = t_gc - t_freeze
