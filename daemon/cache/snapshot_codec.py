@@ -109,15 +109,6 @@ _ENCODER = msgspec.msgpack.Encoder()
 _DECODER = msgspec.msgpack.Decoder(_Image)
 
 
-_HEAD = msgspec.msgpack.Decoder(_Head)
-
-
-def encode_projection(p: Projection) -> bytes:
-    caches = pickle.dumps(p.parse_caches(), protocol=pickle.HIGHEST_PROTOCOL)
-    img = msgspec.structs.replace(state_image(p), caches=caches, caches_fingerprint=code_fingerprint())
-    return _ENCODER.encode(img)
-
-
 @contextmanager
 def _collector_paused() -> Iterator[None]:
     """No cyclic collection while a large, acyclic image is decoded (it would traverse it repeatedly)."""
@@ -128,6 +119,17 @@ def _collector_paused() -> Iterator[None]:
     finally:
         if was_enabled:
             gc.enable()
+
+
+_HEAD = msgspec.msgpack.Decoder(_Head)
+
+
+def encode_projection(p: Projection) -> bytes:
+    """The projection's state image and its parse caches (see the module notes) as bytes."""
+    with _collector_paused():  # pickling allocates its memo as it goes; nothing here is garbage
+        caches = pickle.dumps(p.parse_caches(), protocol=pickle.HIGHEST_PROTOCOL)
+        img = msgspec.structs.replace(state_image(p), caches=caches, caches_fingerprint=code_fingerprint())
+        return _ENCODER.encode(img)
 
 
 def decode_projection(data: bytes) -> Projection:
