@@ -58,6 +58,7 @@ import anyio
 from bench.workload import QUEUES, write
 from daemon.cache import load_projection, save_projection
 from daemon.cache.projection import Projection
+from daemon.runtime import heap
 from daemon.runtime.conf_watch import ConfWatcher
 from daemon.runtime.session_loop import CycleRunner, CycleSummary
 from daemon.runtime.writer import Writer
@@ -269,7 +270,8 @@ async def _steady(nodes: int, running: int, a: argparse.Namespace, tmp: Path) ->
     t0 = time.perf_counter()
     c0 = time.process_time()
     event_log = await SqliteEventLog.open(db)
-    projection = await load_projection(event_log)
+    with heap.loading():  # as the daemon's start-up does
+        projection = await load_projection(event_log)
     loaded = time.perf_counter() - t0
     loaded_cpu = time.process_time() - c0
     writer = Writer(event_log, projection.fold, projection.seq)
