@@ -38,7 +38,15 @@ from daemon.cache.projection import Projection
 from daemon.cache.state import KINDS, BindOverlay, raw_group_of, raw_uid
 from store.events import JobExplained, PodGroupStatusChanged, QueueFigures
 
-__all__ = ["FORMAT", "SnapshotFormatError", "decode_projection", "encode_projection", "state_image"]
+__all__ = [
+    "FORMAT",
+    "SnapshotFormatError",
+    "decode_projection",
+    "encode_parts",
+    "encode_projection",
+    "snapshot_parts",
+    "state_image",
+]
 
 FORMAT = 2  # 2: PodGroup conditions keyed `type` (decision.podgroup_status v2)
 
@@ -174,12 +182,32 @@ def _pickled(caches: dict[str, Any]) -> bytes:
 _HEAD = msgspec.msgpack.Decoder(_Head)
 
 
+SnapshotParts = tuple[_Image, dict[str, Any]]
+
+
+def snapshot_parts(p: Projection) -> SnapshotParts:
+    """The state image and shallow copies of the parse caches, as of now (cheap).
+
+    `encode_parts` may then run in another thread while `p` folds on: folding replaces the
+    manifests and cache entries it changes and never mutates them, so what was taken stays as it
+    was at `p.seq`.
+    """
+    caches = {k: dict(v) if isinstance(v, dict) else v for k, v in p.parse_caches().items()}
+    return state_image(p), caches
+
+
+def encode_parts(parts: SnapshotParts) -> bytes:
+    """The bytes of `snapshot_parts` (the image with its pickled parse caches)."""
+    image, caches = parts
+    with _collector_paused():  # pickling allocates its memo as it goes; nothing here is garbage
+        blob = _pickled(caches)
+        img = msgspec.structs.replace(image, caches=blob, caches_fingerprint=code_fingerprint())
+        return _ENCODER.encode(img)
+
+
 def encode_projection(p: Projection) -> bytes:
     """The projection's state image and its parse caches (see the module notes) as bytes."""
-    with _collector_paused():  # pickling allocates its memo as it goes; nothing here is garbage
-        caches = _pickled(p.parse_caches())
-        img = msgspec.structs.replace(state_image(p), caches=caches, caches_fingerprint=code_fingerprint())
-        return _ENCODER.encode(img)
+    return encode_parts(snapshot_parts(p))
 
 
 def decode_projection(data: bytes) -> Projection:

@@ -7,11 +7,13 @@ from __future__ import annotations
 
 from typing import Any
 
+import anyio
 import msgspec
 from test_cache_incremental_freeze import _cluster, _fresh, _pod
 
-from daemon.cache import Projection, decode_projection, encode_projection
+from daemon.cache import Projection, decode_projection, encode_projection, load, save, state_image
 from daemon.cache.describe import describe_snapshot
+from store.memory import MemoryEventLog
 
 
 def _frozen(p: Projection) -> tuple[Any, list[str]]:
@@ -69,3 +71,32 @@ def test_cache_images_without_parse_caches_still_load() -> None:
     want = _frozen(live)
     restored = decode_projection(_rewritten(encode_projection(live), caches=b"", caches_fingerprint=""))
     assert _frozen(restored) == want
+
+
+def test_cache_snapshot_saved_while_folding_goes_on_is_the_state_at_its_seq() -> None:
+    events = _events()
+    later = [_pod("p1", "b", node="n1", cpu="2"), _pod("new", "a", cpu="1")]
+
+    async def scenario() -> tuple[int, Projection]:
+        log = MemoryEventLog()
+        await log.append(events)
+        live = _fresh(events)
+        live.freeze(cycle=1)  # parse caches filled
+        saved: list[int] = []
+
+        async def saving() -> None:
+            saved.append(await save(log, live))
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(saving)
+            await anyio.sleep(0)  # the save took its parts and is encoding in a thread
+            for ev in later:  # the loop keeps folding meanwhile
+                live.fold(live.seq + 1, ev)
+                live.freeze(cycle=2)
+        await log.append(later)
+        return saved[0], await load(log, to_seq=saved[0])
+
+    seq, restored = anyio.run(scenario)
+    assert seq == len(events)
+    assert state_image(restored) == state_image(_fresh(events))
+    assert _frozen(restored) == _frozen(_fresh(events))
