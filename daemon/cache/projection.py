@@ -283,10 +283,20 @@ class Projection(ProjectionState):
         groups: dict[str, Any] = {}
         for (ns_name, name), g in self._records("PodGroup"):
             groups[f"{ns_name}/{name}"] = g
-        pods: list[tuple[Key, str, bool]] = []
+        # Tasks, in pod order: each job's and each node's tasks keep that order.  One pass: a pod's
+        # ident, implicit group, template and task come from the caches unless it changed.
         idents = self._idents
         implicits = self._implicit
-        for key, manifest in self.objects["Pod"].items():
+        templates = self._templates
+        binds_get = self.binds.get
+        evictions_get = self.evictions.get
+        late: list[tuple[int, str]] = []  # (pod position, problem) of this phase, reported in pod order
+        seen_uids: dict[str, Key] = {}
+        task_cache = self._task_cache
+        tasks_now: dict[Key, tuple[TaskInfo, Any, Any, TaskInfo]] = {}
+        rows: list[tuple[int, Key, TaskInfo, bool, str]] = []  # (pod position, key, task, ours, job id)
+        on_node: dict[str, list[int]] = {}  # node -> indexes into rows
+        for pos, (key, manifest) in enumerate(self.objects["Pod"].items()):
             ident = idents.get(key)
             if ident is None:
                 p = self._parse("Pod", key, manifest)
@@ -301,17 +311,11 @@ class Projection(ProjectionState):
                     implicit = implicits[key] = d.implicit_group(self._pod(key))
                 if implicit is not None:
                     groups[job_id] = implicit
-            pods.append((key, job_id, mine))
-
-        # Tasks, in pod order: each job's and each node's tasks keep that order.
-        late: list[tuple[int, str]] = []  # (pod position, problem) of this phase, reported in pod order
-        seen_uids: dict[str, Key] = {}
-        task_cache = self._task_cache
-        tasks_now: dict[Key, tuple[TaskInfo, Any, Any, TaskInfo]] = {}
-        rows: list[tuple[int, Key, TaskInfo, bool, str]] = []  # (pod position, key, task, ours, job id)
-        on_node: dict[str, list[int]] = {}  # node -> indexes into rows
-        for pos, (key, job_id, mine) in enumerate(pods):
-            template = self._template(key, job_id, version)
+            known = templates.get(key)
+            if known is not None and known[0] == version and known[1] == job_id:
+                template = known[2]
+            else:
+                template = self._template(key, job_id, version)
             if not mine and not template.node_name:
                 continue
             first = seen_uids.setdefault(template.uid, key)
@@ -324,8 +328,8 @@ class Projection(ProjectionState):
                     )
                 )
                 continue
-            bind = self.binds.get(key)
-            ev = self.evictions.get(key)
+            bind = binds_get(key)
+            ev = evictions_get(key)
             cached = task_cache.get(key)
             if cached is not None and cached[0] is template and cached[1] is bind and cached[2] is ev:
                 task = cached[3]
@@ -334,8 +338,13 @@ class Projection(ProjectionState):
                 task = template.clone()
                 self._overlay(key, task)
                 tasks_now[key] = (template, bind, ev, task)
-            if task.node_name and task.status not in COMPLETED_STATUSES and task.node_name in node_names:
-                on_node.setdefault(task.node_name, []).append(len(rows))
+            node_name = task.node_name
+            if node_name and task.status not in COMPLETED_STATUSES and node_name in node_names:
+                held_rows = on_node.get(node_name)
+                if held_rows is None:
+                    on_node[node_name] = [len(rows)]
+                else:
+                    held_rows.append(len(rows))
             rows.append((pos, key, task, mine, job_id))
         self._task_cache = tasks_now
 
