@@ -58,6 +58,7 @@ import anyio
 from bench.workload import QUEUES, write
 from daemon.cache import load_projection, save_projection
 from daemon.cache.projection import Projection
+from daemon.runtime import heap
 from daemon.runtime.conf_watch import ConfWatcher
 from daemon.runtime.session_loop import CycleRunner, CycleSummary
 from daemon.runtime.writer import Writer
@@ -255,16 +256,24 @@ async def _steady(nodes: int, running: int, a: argparse.Namespace, tmp: Path) ->
             ):
                 placing, cpu = await _cycle(runner, writer)
             out["placing_cycle"] = {"new_pods": a.new_pods, "binds": placing.binds, **_split(placing, cpu)}
+        t_save, c_save = time.perf_counter(), time.process_time()
         await save_projection(event_log, projection)
+        out["snapshot_save"] = {
+            "save_s": round(time.perf_counter() - t_save, 3),
+            "cpu_s": round(time.process_time() - c_save, 3),
+        }
         await writer.close()
     await event_log.close()
     out["idle_cycle"].pop("events_written")
 
     # Restart: open the log, load from the snapshot, first freeze and cycle (a "ready" daemon).
     t0 = time.perf_counter()
+    c0 = time.process_time()
     event_log = await SqliteEventLog.open(db)
-    projection = await load_projection(event_log)
+    with heap.loading():  # as the daemon's start-up does
+        projection = await load_projection(event_log)
     loaded = time.perf_counter() - t0
+    loaded_cpu = time.process_time() - c0
     writer = Writer(event_log, projection.fold, projection.seq)
     runner = CycleRunner(projection, ConfWatcher(a.conf))
     runner.cycle = projection.last_cycle
@@ -276,9 +285,11 @@ async def _steady(nodes: int, running: int, a: argparse.Namespace, tmp: Path) ->
     await event_log.close()
     out["restart"] = {
         "load_s": round(loaded, 3),
+        "load_cpu_s": round(loaded_cpu, 3),
         "first_cycle_s": _split(again)["total_s"],
         "first_cycle_cpu_s": round(cpu, 3),
         "ready_s": round(time.perf_counter() - t0, 3),
+        "ready_cpu_s": round(time.process_time() - c0, 3),
     }
     out["load1_end"] = load1()
     return out

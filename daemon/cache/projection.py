@@ -91,8 +91,10 @@ class Projection(ProjectionState):
         self.changed = self._invalidate
         # (kind, key) -> parsed record or ManifestError; dropped when the object changes.
         self._parsed: dict[tuple[str, Key], Any] = {}
-        # pod key -> (priority-class version, job id, TaskInfo template); pod key -> implicit group.
+        # pod key -> (priority-class version, job id, TaskInfo template); pod key -> (job id, ours);
+        # pod key -> implicit group (None: none).  Persisted with snapshots (`parse_caches`).
         self._templates: dict[Key, tuple[int, str, TaskInfo]] = {}
+        self._idents: dict[Key, tuple[str, bool]] = {}
         self._implicit: dict[Key, Any] = {}
         self._pcs: dict[str, PriorityClassInfo] | None = None
         self._default_priority = 0
@@ -122,12 +124,49 @@ class Projection(ProjectionState):
     def counts(self) -> dict[str, int]:
         return {k: len(v) for k, v in self.objects.items()}
 
+    @property
+    def generation(self) -> int:
+        """Counts folded events that can change a snapshot: equal generations freeze the same objects."""
+        return self._generation
+
     # ------------------------------------------------------------------------- caches
+    def parse_caches(self) -> dict[str, Any]:
+        """What parsing the current objects gave (no errors: those are re-parsed), to persist.
+
+        Every entry corresponds to an object as it is now (entries are dropped when their object
+        changes), so a projection restored from the same state may adopt them
+        (`adopt_parse_caches`) and freeze without parsing again.
+        """
+        return {
+            "parsed": {
+                ck: rec
+                for ck, rec in self._parsed.items()
+                if ck[0] != "Pod" and not isinstance(rec, ManifestError)
+            },
+            "templates": self._templates,
+            "idents": self._idents,
+            "implicit": self._implicit,
+            "pcs": self._pcs,
+            "default_priority": self._default_priority,
+            "pcs_version": self._pcs_version,
+        }
+
+    def adopt_parse_caches(self, caches: dict[str, Any]) -> None:
+        """Take `parse_caches()` of a projection in the same state as this one (see there)."""
+        self._parsed = dict(caches["parsed"])
+        self._templates = dict(caches["templates"])
+        self._idents = dict(caches["idents"])
+        self._implicit = dict(caches["implicit"])
+        self._pcs = caches["pcs"]
+        self._default_priority = caches["default_priority"]
+        self._pcs_version = caches["pcs_version"]
+
     def _invalidate(self, kind: str, key: Key) -> None:
         self._parsed.pop((kind, key), None)
         if kind == "Pod":
             self._implicit.pop(key, None)
             self._templates.pop(key, None)
+            self._idents.pop(key, None)
 
     def _parse(self, kind: str, key: Key, manifest: Any) -> Any:
         ck = (kind, key)
@@ -244,29 +283,39 @@ class Projection(ProjectionState):
         groups: dict[str, Any] = {}
         for (ns_name, name), g in self._records("PodGroup"):
             groups[f"{ns_name}/{name}"] = g
-        pods: list[tuple[Key, Any, str]] = []
-        for key, p in self._records("Pod"):
-            job_id = d.group_of(p)
-            if job_id and job_id not in groups:
-                implicit = self._implicit.get(key)
-                if implicit is None:
-                    implicit = d.implicit_group(p)
-                    if implicit is not None:
-                        self._implicit[key] = implicit
-                if implicit is not None:
-                    groups[job_id] = implicit
-            pods.append((key, p, job_id))
-
-        # Tasks, in pod order: each job's and each node's tasks keep that order.
+        # Tasks, in pod order: each job's and each node's tasks keep that order.  One pass: a pod's
+        # ident, implicit group, template and task come from the caches unless it changed.
+        idents = self._idents
+        implicits = self._implicit
+        templates = self._templates
+        binds_get = self.binds.get
+        evictions_get = self.evictions.get
         late: list[tuple[int, str]] = []  # (pod position, problem) of this phase, reported in pod order
         seen_uids: dict[str, Key] = {}
         task_cache = self._task_cache
         tasks_now: dict[Key, tuple[TaskInfo, Any, Any, TaskInfo]] = {}
         rows: list[tuple[int, Key, TaskInfo, bool, str]] = []  # (pod position, key, task, ours, job id)
         on_node: dict[str, list[int]] = {}  # node -> indexes into rows
-        for pos, (key, p, job_id) in enumerate(pods):
-            mine = d.is_ours(p)
-            template = self._template(key, p, job_id, version)
+        for pos, (key, manifest) in enumerate(self.objects["Pod"].items()):
+            ident = idents.get(key)
+            if ident is None:
+                p = self._parse("Pod", key, manifest)
+                if isinstance(p, ManifestError):
+                    self.problems.append(f"Pod {'/'.join(x for x in key if x)}: {p}")
+                    continue
+                ident = idents[key] = (d.group_of(p), d.is_ours(p))
+            job_id, mine = ident
+            if job_id and job_id not in groups:
+                implicit = implicits.get(key, _MISSING)
+                if implicit is _MISSING:
+                    implicit = implicits[key] = d.implicit_group(self._pod(key))
+                if implicit is not None:
+                    groups[job_id] = implicit
+            known = templates.get(key)
+            if known is not None and known[0] == version and known[1] == job_id:
+                template = known[2]
+            else:
+                template = self._template(key, job_id, version)
             if not mine and not template.node_name:
                 continue
             first = seen_uids.setdefault(template.uid, key)
@@ -279,8 +328,8 @@ class Projection(ProjectionState):
                     )
                 )
                 continue
-            bind = self.binds.get(key)
-            ev = self.evictions.get(key)
+            bind = binds_get(key)
+            ev = evictions_get(key)
             cached = task_cache.get(key)
             if cached is not None and cached[0] is template and cached[1] is bind and cached[2] is ev:
                 task = cached[3]
@@ -289,8 +338,13 @@ class Projection(ProjectionState):
                 task = template.clone()
                 self._overlay(key, task)
                 tasks_now[key] = (template, bind, ev, task)
-            if task.node_name and task.status not in COMPLETED_STATUSES and task.node_name in node_names:
-                on_node.setdefault(task.node_name, []).append(len(rows))
+            node_name = task.node_name
+            if node_name and task.status not in COMPLETED_STATUSES and node_name in node_names:
+                held_rows = on_node.get(node_name)
+                if held_rows is None:
+                    on_node[node_name] = [len(rows)]
+                else:
+                    held_rows.append(len(rows))
             rows.append((pos, key, task, mine, job_id))
         self._task_cache = tasks_now
 
@@ -381,11 +435,15 @@ class Projection(ProjectionState):
         self._job_cache = job_cache
         return snap
 
-    def _template(self, key: Key, pod: Any, job_id: str, version: int) -> TaskInfo:
+    def _pod(self, key: Key) -> Any:
+        """The parsed record of a pod known to parse (its ident is cached)."""
+        return self._parse("Pod", key, self.objects["Pod"][key])
+
+    def _template(self, key: Key, job_id: str, version: int) -> TaskInfo:
         cached = self._templates.get(key)
         if cached is not None and cached[0] == version and cached[1] == job_id:
             return cached[2]
-        t = self.decoder.task(pod, job_id)
+        t = self.decoder.task(self._pod(key), job_id)
         self._templates[key] = (version, job_id, t)
         return t
 

@@ -141,17 +141,20 @@ def decide(
     previous: Mapping[str, JobExplained] | None = None,
     tracer_provider: TracerProvider | None = None,
     previous_queues: Mapping[str, QueueFigures] | None = None,
+    reuse: SessionResult | None = None,
 ) -> CycleDecisions:
     """Run one session over `snapshot` and return its decision events (see the module notes).
 
     `snapshot` is not modified (the session works on a clone); its `session_id` is replaced by
     `session_id(cycle)`.  `previous` are the job explanations in force at `watermark`
     (Projection.explanations()); only changed explanations are emitted.  `previous_queues` are
-    the queue figures in force at `watermark` (Projection.queue_figures_in_force()).
+    the queue figures in force at `watermark` (Projection.queue_figures_in_force()).  `reuse` is a
+    result the caller has proved equal to what this session would give (session_memo.py): it is
+    used instead of running the session.
     """
     t0 = time.perf_counter()
     snap = replace(snapshot, session_id=session_id(cycle))
-    result = run_session(snap, conf, tracer_provider=tracer_provider)
+    result = reuse if reuse is not None else run_session(snap, conf, tracer_provider=tracer_provider)
     duration = time.perf_counter() - t0
     needed = {*result.bind_order, *(ev.task for ev in result.evictions), *result.pipelined, *result.pending}
     tasks = _task_index(snap, needed)

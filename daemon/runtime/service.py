@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 import anyio
 
 from daemon.adapters.base import LiveCluster
+from daemon.runtime import heap
 from daemon.runtime.conf_watch import ConfWatcher
 from daemon.runtime.dispatch import Dispatcher
 from daemon.runtime.fault_injection import CrashAfterCommits, FaultInjection
@@ -287,7 +288,8 @@ class Service:
         from daemon.cache import load_projection
 
         t0 = time.monotonic()
-        projection = await load_projection(event_log)
+        with heap.loading():
+            projection = await load_projection(event_log)
         last = await event_log.last_seq()
         log.info(
             "log opened",

@@ -21,8 +21,9 @@ import anyio.to_thread
 from opentelemetry import trace
 
 from daemon.runtime.conf_watch import ConfWatcher
-from daemon.runtime.cycle import CycleDecisions, decide
+from daemon.runtime.cycle import CycleDecisions, decide, session_id
 from daemon.runtime.heap import HeapSettler
+from daemon.runtime.session_memo import SessionMemo
 from daemon.runtime.telemetry import trace_id_hex
 from daemon.scheduler.model.snapshot import ClusterSnapshot
 from daemon.scheduler.model.task import TaskStatus
@@ -90,6 +91,7 @@ class CycleRunner:
         self.cycle = 0
         self._warned: set[str] = set()
         self.heap = HeapSettler()
+        self.memo = SessionMemo()
 
     async def run_cycle(self, writer: Writer) -> CycleSummary:
         conf_events = self.conf.poll()
@@ -98,7 +100,9 @@ class CycleRunner:
         active = self.conf.active
         watermark = self.projection.seq
         t_freeze = time.perf_counter()
-        snapshot: ClusterSnapshot = self.projection.freeze(cycle=self.cycle + 1)
+        with self.heap.paused():
+            snapshot: ClusterSnapshot = self.projection.freeze(cycle=self.cycle + 1)
+        generation: int = self.projection.generation
         t_gc = time.perf_counter()
         freeze_s = t_gc - t_freeze
         self.heap.settle()
@@ -107,6 +111,7 @@ class CycleRunner:
         previous_queues = self.projection.queue_figures_in_force()
         self.cycle += 1
         cycle = self.cycle
+        recalled = self.memo.recall(generation, active.conf, active.hash, session_id(cycle))
 
         def work() -> tuple[CycleDecisions, str, tuple[int, int]]:
             with self.tracer.start_as_current_span("cycle") as span:
@@ -114,6 +119,7 @@ class CycleRunner:
                 span.set_attribute("cycle.id", cycle)
                 span.set_attribute("cycle.watermark", watermark)
                 span.set_attribute("conf.hash", active.hash)
+                span.set_attribute("cycle.reused", recalled is not None)
                 with self.heap.paused():
                     out = decide(
                         snapshot,
@@ -125,14 +131,18 @@ class CycleRunner:
                         previous=previous,
                         previous_queues=previous_queues,
                         tracer_provider=self.tracer_provider,
+                        reuse=recalled[0] if recalled is not None else None,
                     )
+                counts = recalled[1] if recalled is not None else _counts(snapshot)
+                if recalled is None:
+                    self.memo.remember(generation, active.conf, active.hash, snapshot, out.result, counts)
                 closed = out.closed
                 span.set_attribute("cycle.jobs", closed.jobs)
                 span.set_attribute("cycle.tasks", closed.tasks)
                 span.set_attribute("cycle.binds", closed.binds)
                 span.set_attribute("cycle.evictions", closed.evictions)
                 span.set_attribute("cycle.pipelined", closed.pipelined)
-                return out, tid, _counts(snapshot)
+                return out, tid, counts
 
         t_decide = time.perf_counter()
         decisions, tid, (bound, pending) = await anyio.to_thread.run_sync(work)
@@ -175,6 +185,7 @@ class CycleRunner:
                     "binds": summary.binds,
                     "jobs": decisions.closed.jobs,
                     "tasks": decisions.closed.tasks,
+                    "reused": recalled is not None,
                     **summary.timings(),
                 },
             )

@@ -9,7 +9,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from daemon.runtime.heap import HeapSettler
+from daemon.runtime.heap import HeapSettler, loading
 
 
 class _Node:
@@ -56,3 +56,29 @@ def test_heap_paused_stops_cyclic_collection_inside_and_restores_it() -> None:
     with pytest.raises(RuntimeError), settler.paused():
         raise RuntimeError("a failing session")
     assert gc.isenabled()
+
+
+def test_heap_loading_pauses_collection_and_freezes_what_was_loaded() -> None:
+    gc.unfreeze()
+    with loading():
+        assert not gc.isenabled()
+        loaded = [_Node() for _ in range(1000)]
+    assert gc.isenabled()
+    assert gc.get_freeze_count() >= len(loaded)
+    gc.unfreeze()
+    with pytest.raises(RuntimeError), loading():
+        raise RuntimeError("a failing load")
+    assert gc.isenabled() and gc.get_freeze_count() == 0
+
+
+def test_heap_first_settle_only_freezes() -> None:
+    gc.unfreeze()
+    settler = HeapSettler(full_every=2)
+    a, b = _Node(), _Node()
+    a.other, b.other = b, a
+    alive = weakref.ref(a)
+    del a, b
+    settler.settle()  # cycle 1: frozen as it is (the freshly loaded heap is not traversed)
+    assert alive() is not None
+    settler.settle()  # cycle 2 (full_every): unfreeze, collect everything
+    assert alive() is None

@@ -25,7 +25,7 @@ class Enqueue:
         for uid in sorted(ssn.jobs):
             job = ssn.jobs[uid]
             if job.schedule_start is None:
-                job.schedule_start = ssn.now
+                job.schedule_start = ssn.stamp_now()
             queue = ssn.queues.get(job.queue)
             if queue is None:
                 continue

@@ -61,6 +61,9 @@ class SessionResult:
     # Measured seconds of the session's phases: "open" (session and plugins opened), "actions",
     # "close" (plugins closed, PodGroup statuses, queue totals), "result" (observability only).
     phase_seconds: dict[str, float] = field(default_factory=dict)
+    # Whether the session read its virtual `now` (if not, the same snapshot decides the same at
+    # any now: the daemon may reuse the result, see daemon/runtime/session_memo.py).
+    read_now: bool = False
 
 
 class UnknownActionError(ValueError):
@@ -141,6 +144,7 @@ def run_session(
             "close": round(t_result - t_close, 6),
             "result": round(time.perf_counter() - t_result, 6),
         }
+        result.read_now = ssn.now_read
         root.set_attribute("session.binds", len(result.binds))
         root.set_attribute("session.evictions", len(result.evictions))
         root.set_attribute("session.pipelined", len(result.pipelined))

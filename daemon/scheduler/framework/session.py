@@ -77,7 +77,9 @@ class Session(Combinators):
     ) -> None:
         snap = snapshot.clone()
         self.uid = snap.session_id
-        self.now = snap.now
+        self._now = snap.now
+        # Whether anything read `now` (a session that never did decides the same at any now).
+        self.now_read = False
         self.conf = conf
         self.tiers: list[Tier] = conf.tiers
         self.configured_actions = frozenset(conf.actions)
@@ -128,6 +130,19 @@ class Session(Combinators):
         self.last_processed_node_index = 0
         self.warnings: list[str] = list(conf.warnings)
         self._pc_cache: dict[str, PluginOption] = {}
+
+    @property
+    def now(self) -> float:
+        """The snapshot's virtual now (seconds); reading it is recorded in `now_read`."""
+        self.now_read = True
+        return self._now
+
+    def stamp_now(self) -> float:
+        """`now` for a value that is recorded but never decided on (enqueue's schedule_start).
+
+        Not counted in `now_read`: nothing in a session reads JobInfo.schedule_start back.
+        """
+        return self._now
 
     # ----------------------------------------------------------------- registration
     def register(self, point: str, plugin: str, fn: Any, batch: Any = None) -> None:

@@ -13,7 +13,7 @@ from daemon.scheduler.framework import combinators as cb
 from daemon.scheduler.framework.session import EventHandler, Session
 from daemon.scheduler.model.job import JobInfo
 from daemon.scheduler.model.resources import Resource, share
-from daemon.scheduler.model.task import ALLOCATED_STATUSES, TaskInfo
+from daemon.scheduler.model.task import TaskInfo
 
 NAME = "drf"
 SHARE_DELTA = 0.000001
@@ -70,9 +70,9 @@ class DrfPlugin:
         for uid in sorted(ssn.jobs):
             job = ssn.jobs[uid]
             attr = JobAttr()
-            for st in ALLOCATED_STATUSES:
-                for t in job.index.get(st, {}).values():
-                    attr.allocated.add(t.resreq)
+            # The sum of the job's allocated-status requests, which JobInfo keeps as tasks come and
+            # go (integer vectors: the same sum in any order, tests/scheduler/plugins/test_open_aggregates).
+            attr.allocated = job.allocated.clone()
             attr.share = share_of(attr.allocated)
             attrs[uid] = attr
         self.attrs = attrs

@@ -17,7 +17,7 @@ from daemon.scheduler.framework.session import EventHandler, Session
 from daemon.scheduler.model.job import PHASE_INQUEUE, PHASE_RUNNING, JobInfo
 from daemon.scheduler.model.queue import QueueInfo
 from daemon.scheduler.model.resources import Default, Resource, exceeded_part, share
-from daemon.scheduler.model.task import ALLOCATED_STATUSES, TaskInfo, TaskStatus
+from daemon.scheduler.model.task import TaskInfo, TaskStatus
 from daemon.scheduler.plugins.util import (
     allocated_task_num,
     deduct_sch_gated,
@@ -122,14 +122,12 @@ class ProportionPlugin:
             if job.queue not in attrs:
                 attrs[job.queue] = self._new_attr(ssn.queues[job.queue], total, total_guarantee)
             attr = attrs[job.queue]
-            for st, bucket in job.index.items():
-                if st in ALLOCATED_STATUSES:
-                    for t in bucket.values():
-                        attr.allocated.add(t.resreq)
-                        attr.request.add(t.resreq)
-                elif st is TaskStatus.PENDING:
-                    for t in bucket.values():
-                        attr.request.add(t.resreq)
+            # JobInfo keeps the sum of its allocated-status requests (integer vectors: the same sum
+            # as task by task); only the pending tasks are summed here.
+            attr.allocated.add(job.allocated)
+            attr.request.add(job.allocated)
+            for t in job.index.get(TaskStatus.PENDING, {}).values():
+                attr.request.add(t.resreq)
             if job.min_resources is not None:
                 if job.status.phase == PHASE_INQUEUE:
                     attr.inqueue.add(deduct_sch_gated(job, inqueue_resource(job, job.allocated)))
