@@ -10,7 +10,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from daemon.cli import eventlog, explain, replay, run, schedule, serve
+from daemon.cli import eventlog, explain, replay, report, run, schedule, serve, study
 from daemon.cli.exits import EXIT_OK, InputError, bad_input
 
 
@@ -39,6 +39,8 @@ def build_parser() -> argparse.ArgumentParser:
     replay.add_parser(sub)
     serve.add_parser(sub)
     explain.add_parser(sub)
+    study.add_parser(sub)
+    report.add_parser(sub)
     return p
 
 
