@@ -11,8 +11,9 @@ Policies (see docs/studies.md):
     that fits first);
   * `spread`: Volcano's nodeorder leastrequested (mean free share of cpu and memory, GPU counted
     when asked) and deviceshare's `spread` card order (least used card first);
-  * `fgd`: the paper's fragmentation gradient descent: the node (and card) whose fragmentation grows
-    least (`daemon.scheduler.plugins.fgd_fragmentation`).
+  * `fgd`: the paper's fragmentation gradient descent: the node whose fragmentation grows least, by
+    the paper's integer score, and on it the card whose choice grows it least
+    (`daemon.scheduler.plugins.fgd_fragmentation`).
 Equal scores go to the node listed first (Fumarole's deterministic rule; Volcano picks at random).
 """
 
@@ -149,7 +150,7 @@ class Cluster:
             table[cand_u, cand_k] = growth_c
             best_card = np.argmin(table, axis=1)
             growth_u = table[np.arange(len(reps)), best_card]
-            j = int(np.argmin(growth_u[inverse]))
+            j = self._pick(growth_u[inverse])
             row = int(rows[j])
             u = int(inverse[j])
             value = self.gpu_left[reps[u], best_card[u]]
@@ -161,12 +162,19 @@ class Cluster:
                 free = np.flatnonzero(gpu[r] >= pod.gpu_milli)[: pod.num_gpu]
                 gpu[r, free] -= pod.gpu_milli
         growth_u = self._frag_after(reps, gpu, pod) - before
-        j = int(np.argmin(growth_u[inverse]))
+        j = self._pick(growth_u[inverse])
         row = int(rows[j])
         if not pod.num_gpu:
             return Placement(row, ())
         free_cards = np.flatnonzero(self.gpu_left[row] >= pod.gpu_milli)[: pod.num_gpu]
         return Placement(row, tuple(int(k) for k in free_cards))
+
+    def _pick(self, growth: npt.NDArray[np.float64]) -> int:
+        """The node to take: the highest integer FGD score, floor(100 * sigmoid(-growth / 1000)) (the
+        paper's simulator's score: fragmentation drop in GPUs through a sigmoid, times 100); on equal
+        scores the node listed first (the simulator picks one at random)."""
+        score = np.floor(100.0 / (1.0 + np.exp(growth / 1000.0)))
+        return int(np.argmax(score))
 
     def _frag_after(self, rows: IntArray, gpu: IntArray, pod: TracePod) -> npt.NDArray[np.float64]:
         assert self.typical is not None

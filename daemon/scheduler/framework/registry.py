@@ -20,6 +20,7 @@ from daemon.scheduler.plugins import (
     conformance,
     deviceshare,
     drf,
+    fgd,
     gang,
     nodegroup,
     nodeorder,
@@ -67,6 +68,8 @@ PLUGINS: dict[str, PluginFactory] = {
     cdp.NAME: cdp.new,
     nodegroup.NAME: nodegroup.new,
     deviceshare.NAME: deviceshare.new,
+    # beyond Volcano, opt-in: fragmentation gradient descent (Weng et al., ATC'23), docs/studies.md
+    fgd.NAME: fgd.new,
     task_topology.NAME: task_topology.new,
     resource_strategy_fit.NAME: resource_strategy_fit.new,
 }
