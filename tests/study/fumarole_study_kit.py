@@ -4,7 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-POD_HEADER = "name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,qos,pod_phase,creation_time,deletion_time,scheduled_time\n"
+POD_HEADER = (
+    "name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,qos,pod_phase,"
+    "creation_time,deletion_time,scheduled_time\n"
+)
 NODE_HEADER = "sn,cpu_milli,memory_mib,gpu,model\n"
 
 

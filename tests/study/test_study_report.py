@@ -16,7 +16,8 @@ from fumarole_study_kit import write_trace
 from daemon.cli.main import main
 
 PODS = "".join(
-    f"p{i:03d},{2000 + 1000 * (i % 5)},{4096},{g},{m},,{q},Running,{i * 30},{i * 30 + 400 + 50 * (i % 7)},{i * 30}\n"
+    f"p{i:03d},{2000 + 1000 * (i % 5)},4096,{g},{m},,{q},Running,"
+    f"{i * 30},{i * 30 + 400 + 50 * (i % 7)},{i * 30}\n"
     for i, (g, m, q) in enumerate(
         [
             (1, 500, "LS"),

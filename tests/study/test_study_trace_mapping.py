@@ -1,4 +1,4 @@
-"""The Alibaba importer's mapping on hand-made rows: fractional GPU, multi-GPU, gpu_spec, CPU-only, QoS, times."""
+"""The Alibaba importer's mapping on hand-made rows: fractional and multi-GPU, gpu_spec, CPU-only, QoS."""
 
 from __future__ import annotations
 
