@@ -45,9 +45,12 @@ def _r(x: float) -> float:
 
 
 def summary_row(run: RunData) -> list[object]:
-    """Makespan, wait statistics, mean utilisation over samples, final GPU allocation, counts."""
+    """Makespan, wait statistics, time-weighted mean utilisation, final GPU allocation, counts."""
     waits = np.array([w for *_, w in run.waits]) if run.waits else np.zeros(1)
     s = np.array([x[1:4] for x in run.samples]) if run.samples else np.zeros((1, 3))
+    t = np.array([x[0] for x in run.samples] or [0.0])
+    # Time-weighted means: each sample holds until the next one.
+    weights = np.diff(t, append=t[-1]) if t[-1] > t[0] else np.ones(len(t))
     last = run.samples[-1] if run.samples else (0.0, 0.0, 0.0, 0.0, 0, 0, 0.0)
     return [
         run.name,
@@ -59,9 +62,9 @@ def summary_row(run: RunData) -> list[object]:
         _r(np.percentile(waits, 50)),
         _r(np.percentile(waits, 95)),
         _r(np.percentile(waits, 99)),
-        _r(s[:, 0].mean()),
-        _r(s[:, 1].mean()),
-        _r(s[:, 2].mean()),
+        _r(np.average(s[:, 0], weights=weights)),
+        _r(np.average(s[:, 1], weights=weights)),
+        _r(np.average(s[:, 2], weights=weights)),
         _r(last[3]),
         _r(last[6]),
         run.evictions,
