@@ -19,7 +19,7 @@ def add_parser(sub: Any) -> None:
         help="trace-driven experiments (Alibaba GPU trace): timeline, inflation; each run an event log",
         description="Run a study on a pod list of the Alibaba GPU trace v2023 and write its event log(s).",
     )
-    modes = s.add_subparsers(dest="mode", required=True, metavar="MODE")
+    modes = s.add_subparsers(dest="mode", required=True, metavar="MODE", help="timeline or inflation")
     for name, text in (
         ("timeline", "the trace's own arrivals and lifetimes on its nodes"),
         (

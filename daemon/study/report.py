@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import csv
 import html
+import warnings
 from collections import defaultdict
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -106,7 +107,9 @@ def _figure(path: Path, title: str, xlabel: str, ylabel: str, draw: Callable[[ob
     ax.grid(True, alpha=0.3)
     if ax.get_legend_handles_labels()[0]:
         ax.legend(fontsize=7)
-    fig.tight_layout()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # a long legend: tight layout does what it can
+        fig.tight_layout()
     fig.savefig(path)
     plt.close(fig)
 
@@ -221,7 +224,7 @@ def write_report(dbs: Sequence[Path], out: Path, progress: Callable[[str], None]
     _write_csv(
         out / "utilisation.csv",
         ("run", "time_s", "cpu_pct", "mem_pct", "gpu_pct", "pending", "evictions", "frag_pct"),
-        [[r.name, *[_r(v) for v in s]] for r in runs for s in r.samples],
+        [[r.name, *[v if isinstance(v, int) else _r(v) for v in s]] for r in runs for s in r.samples],
     )
     _write_csv(
         out / "queues.csv",

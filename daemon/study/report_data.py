@@ -71,6 +71,7 @@ class RunData:
     evictions: int = 0
     unplaced: int = 0
     makespan_s: float = 0.0
+    """Virtual time of the last cycle."""
 
     @property
     def mode(self) -> str:
@@ -114,6 +115,9 @@ def _pod_facts(m: dict[str, Any], at_ms: int) -> PodFacts:
         if "volcano.sh/vgpu-number" in lim:
             num_gpu += int(lim["volcano.sh/vgpu-number"])
             gpu_each = int(lim.get("volcano.sh/vgpu-cores", 100)) * 10
+        elif "nvidia.com/gpu" in lim:
+            num_gpu += int(lim["nvidia.com/gpu"])
+            gpu_each = 1000
     models: tuple[str, ...] = ()
     aff = (spec.get("affinity") or {}).get("nodeAffinity") or {}
     for term in (aff.get("requiredDuringSchedulingIgnoredDuringExecution") or {}).get(
@@ -221,17 +225,19 @@ def fold_run(name: str, events: list[Any]) -> RunData:
                 pods[key] = _pod_facts(e.manifest, _created_ms(e.manifest, e.at_ms))
         elif isinstance(e, CycleOpened):
             now_ms = e.now_ms
+            run.makespan_s = max(run.makespan_s, now_ms / 1000)
         elif isinstance(e, BindDecided):
             bound = pods.get(f"{e.namespace}/{e.name}")
             if bound is None or bound.bound_ms is not None:
                 continue
             f = bound
             f.bound_ms, f.node, f.cards = now_ms, e.node, _cards(e.annotations)
-            if not f.cards and f.num_gpu:
-                f.cards = tuple(range(f.num_gpu))  # no card record: count its first cards
+            row = index.get(e.node)
+            if not f.cards and f.num_gpu and row is not None:
+                # No card record (whole GPUs as nvidia.com/gpu): the first cards with room.
+                f.cards = tuple(int(k) for k in np.flatnonzero(gpu_left[row] >= f.gpu_each)[: f.num_gpu])
             account(f, +1)
             run.waits.append((f"{e.namespace}/{e.name}", f.queue, f.qos, (now_ms - f.created_ms) / 1000))
-            run.makespan_s = max(run.makespan_s, now_ms / 1000)
         elif isinstance(e, EvictDecided):
             run.evictions += 1
             release(f"{e.namespace}/{e.name}", False)

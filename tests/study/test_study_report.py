@@ -220,3 +220,60 @@ def test_bad_input_exits_2_and_writes_nothing(runs: Path, tmp_path: Path) -> Non
     assert main(["study", "timeline", "--trace", str(trace), "--out", str(runs / "tl.db")]) == 2  # exists
     assert main(["report", "--db", str(tmp_path / "missing.db"), "--out", str(tmp_path / "r")]) == 2
     assert sorted(p.name for p in tmp_path.iterdir()) == []
+
+
+RECLAIM_PREEMPT_CONF = """\
+actions: "enqueue, allocate, preempt, reclaim, backfill"
+tiers:
+- plugins:
+  - name: priority
+  - name: gang
+  - name: conformance
+- plugins:
+  - name: overcommit
+  - name: drf
+  - name: predicates
+  - name: proportion
+  - name: nodeorder
+"""
+
+
+def test_report_of_a_daemon_run_counts_evictions_and_queue_shares(tmp_path: Path) -> None:
+    """The bundled sample under the real core (reclaim and preemption happen), its log in SQLite."""
+    import anyio
+
+    from daemon.adapters.simulator import Simulator
+    from daemon.adapters.simulator.driver import Driver
+    from daemon.scheduler.framework.conf import parse_conf
+    from store.sqlite import SqliteEventLog
+
+    d = Driver(Simulator.bundled(), parse_conf(RECLAIM_PREEMPT_CONF))
+    d.run(max_cycles=5000)
+    db = tmp_path / "daemon.db"
+
+    async def write() -> None:
+        log = await SqliteEventLog.open(db)
+        try:
+            await log.append(d.log)  # type: ignore[arg-type]
+        finally:
+            await log.close()
+
+    anyio.run(write)
+    out = tmp_path / "rep"
+    assert main(["report", "--db", str(db), "--out", str(out)]) == 0
+    ev = events(db)
+    [s] = rows(out / "summary.csv")
+    assert s["mode"] == "daemon" and int(s["evictions"]) == sum(e["type"] == "decision.evict" for e in ev) > 0
+    assert (
+        float(s["makespan_s"]) == max(e["event"]["now_ms"] for e in ev if e["type"] == "cycle.opened") / 1000
+    )
+    figures = [e["event"] for e in ev if e["type"] == "decision.queue_figures"]
+    queues = rows(out / "queues.csv")
+    assert len(queues) == sum(len(f["queues"]) for f in figures) and {q["queue"] for q in queues} >= {
+        "prod",
+        "dev",
+    }
+    util = rows(out / "utilisation.csv")
+    assert len(util) == sum(e["type"] == "cycle.closed" for e in ev)
+    assert int(util[-1]["evictions"]) == int(s["evictions"]) and util[-1]["pending"] == "0"
+    assert png_size(out / "queues.png")[0] >= 300

@@ -74,6 +74,9 @@ PLUGINS: dict[str, PluginFactory] = {
     resource_strategy_fit.NAME: resource_strategy_fit.new,
 }
 
+# Plugins of Fumarole that Volcano does not have (opt-in: a configuration must name them).
+BEYOND_VOLCANO_PLUGINS: frozenset[str] = frozenset({fgd.NAME})
+
 # Volcano actions and plugins that exist upstream but are not (yet) implemented here: a
 # configuration naming them is accepted with a warning (plugins) or refused clearly (actions).
 KNOWN_UNIMPLEMENTED_ACTIONS: frozenset[str] = frozenset()
