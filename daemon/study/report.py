@@ -214,10 +214,13 @@ def _inflation(out: Path, runs: Sequence[RunData]) -> list[tuple[str, str]]:
 def write_report(dbs: Sequence[Path], out: Path, progress: Callable[[str], None] | None = None) -> list[Path]:
     """Read each log, write the CSVs, figures and index.html into `out`; the files written."""
     runs: list[RunData] = []
+    stems = [db.stem for db in dbs]
     for db in dbs:
         if progress is not None:
             progress(f"report: reading {db}")
-        runs.append(fold_run(db.stem, read_events(db)))
+        # Runs are named by file; by folder and file when two files have the same name.
+        name = db.stem if stems.count(db.stem) == 1 else f"{db.parent.name}/{db.stem}"
+        runs.append(fold_run(name, read_events(db)))
     out.mkdir(parents=True, exist_ok=True)
     summary = [summary_row(r) for r in runs]
     _write_csv(out / "summary.csv", SUMMARY_COLUMNS, summary)
