@@ -36,6 +36,11 @@ def cmd_report(args: argparse.Namespace) -> int:
     def progress(line: str) -> None:
         print(line, file=sys.stderr, flush=True)
 
-    files = write_report(dbs, out, progress=progress)
+    from store.log import LogError
+
+    try:
+        files = write_report(dbs, out, progress=progress)
+    except LogError as e:  # not a log, or a newer schema
+        return bad_input(str(e))
     print(f"report: {len(files)} files in {out} (open {out / 'index.html'})")
     return EXIT_OK

@@ -66,11 +66,13 @@ def cmd_study(args: argparse.Namespace) -> int:
         return bad_input(f"--seeds: expected N, N,M or N-M, got {args.seeds!r}")
     if args.mode == "inflation" and not args.ratio > 0:
         return bad_input("--ratio: must be positive")
+    if args.mode == "timeline" and args.period <= 0:
+        return bad_input("--period: must be a positive number of seconds")
     out = Path(args.out)
     if out.exists():
         return bad_input(f"--out: {out} exists (a study writes a new log)")
     many = len(seeds) > 1
-    if not (out if many else out.parent).parent.is_dir() and not many and not out.parent.is_dir():
+    if not out.parent.is_dir():
         return bad_input(f"--out: the directory {out.parent} does not exist")
     try:
         pf = pod_file(Path(args.trace))

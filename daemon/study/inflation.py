@@ -3,21 +3,19 @@
 The workload is the pod list itself plus pods drawn from it with replacement (seeded) until the
 GPUs requested would pass `ratio` (1.3) times the cluster's GPU capacity (the paper's simulator's
 `tuneUpPods`), shuffled with the same seed (its `--shuffle-pod`). Pods arrive one at a time and
-never leave; each is placed at once or fails for good. After every pod the run knows the arrived
-GPU request and the allocated GPUs (both in % of capacity) and the cluster's fragmentation.
+never leave; each is placed at once or fails for good (`daemon.study.runs.inflation_log`).
 """
 
 from __future__ import annotations
 
 import random
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, replace
+from collections.abc import Sequence
+from dataclasses import replace
 
 from daemon.scheduler.plugins.fgd_fragmentation import PodShape, TypicalWorkload, typical_workload
-from daemon.study.placement import Cluster, Placement
-from daemon.study.trace import TraceNode, TracePod
+from daemon.study.trace import TracePod
 
-__all__ = ["InflationStep", "inflation_workload", "run_inflation", "shape_of", "typical_of"]
+__all__ = ["TYPICAL_THRESHOLD", "inflation_workload", "shape_of", "typical_of"]
 
 
 def shape_of(pod: TracePod) -> PodShape:
@@ -53,48 +51,3 @@ def inflation_workload(
         i += 1
     rng.shuffle(out)
     return out
-
-
-@dataclass(slots=True)
-class InflationStep:
-    """One arrival: the pod, where it went (None: failed), and the totals after it (milli)."""
-
-    pod: TracePod
-    placed: Placement | None
-    arrived_gpu: int
-    allocated_gpu: int
-    fragmentation: float
-
-
-@dataclass(slots=True)
-class InflationResult:
-    capacity_gpu: int
-    steps: list[InflationStep] = field(default_factory=list)
-
-
-def run_inflation(
-    nodes: Sequence[TraceNode],
-    pods: Sequence[TracePod],
-    policy: str,
-    *,
-    seed: int,
-    ratio: float = 1.3,
-    on_step: Callable[[int, int], None] | None = None,
-) -> InflationResult:
-    """Place the inflated workload pod by pod; `on_step(done, total)` reports progress."""
-    typical = typical_of(pods)
-    cluster = Cluster(nodes, policy, typical)
-    workload = inflation_workload(pods, cluster.gpu_capacity, ratio, seed)
-    result = InflationResult(cluster.gpu_capacity)
-    arrived = 0
-    for n, pod in enumerate(workload, 1):
-        arrived += pod.total_gpu_milli
-        where = cluster.place(pod)
-        if where is not None:
-            cluster.bind(pod, where)
-        result.steps.append(
-            InflationStep(pod, where, arrived, cluster.gpu_allocated(), cluster.fragmentation())
-        )
-        if on_step is not None and n % 500 == 0:
-            on_step(n, len(workload))
-    return result

@@ -13,7 +13,6 @@ from __future__ import annotations
 import heapq
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 
 from daemon.study.inflation import inflation_workload, typical_of
 from daemon.study.manifests import QOS_CLASSES
@@ -151,7 +150,3 @@ def timeline_log(
         len(pods), placed, len(pending), len(log.events), 100 * cluster.gpu_allocated() / cluster.gpu_capacity
     )
     return log, summary
-
-
-def write_log(log: RunLog, path: Path) -> int:
-    return log.write(path)

@@ -73,3 +73,15 @@ def test_fgd_fills_the_partly_used_card_binpack_and_spread_follow_volcano() -> N
         pods[1], type(where)(0, (1,))
     )  # a: cards 1000, 400 -> 400 too small for the 600 shape (weight 1/2)
     assert c.fragmentation() == pytest.approx(200.0)
+
+
+def test_inflation_workload_keeps_every_pod_and_draws_up_to_the_ratio() -> None:
+    from daemon.study.inflation import inflation_workload
+
+    pods = [_pod("a", 1, 1000), _pod("b", 1, 500), _pod("c", 0, 0)]
+    w = inflation_workload(pods, gpu_capacity_milli=10_000, ratio=1.3, seed=7)
+    assert w == inflation_workload(pods, 10_000, 1.3, 7) != inflation_workload(pods, 10_000, 1.3, 8)
+    assert {"a", "b", "c"} <= {p.name for p in w}
+    assert all(p.name.split("-tuned-")[0] in "abc" for p in w)
+    total = sum(p.total_gpu_milli for p in w)
+    assert 13_000 - 1000 < total <= 13_000  # the next draw would have passed 130% of capacity

@@ -219,6 +219,14 @@ def test_bad_input_exits_2_and_writes_nothing(runs: Path, tmp_path: Path) -> Non
     )
     assert main(["study", "timeline", "--trace", str(trace), "--out", str(runs / "tl.db")]) == 2  # exists
     assert main(["report", "--db", str(tmp_path / "missing.db"), "--out", str(tmp_path / "r")]) == 2
+    assert (
+        main(["study", "timeline", "--trace", str(trace), "--period", "0", "--out", str(tmp_path / "t.db")])
+        == 2
+    )
+    assert main(["study", "timeline", "--trace", str(trace), "--out", str(tmp_path / "no" / "t.db")]) == 2
+    bad = runs / "not-a-log.db"
+    bad.write_text("garbage")
+    assert main(["report", "--db", str(bad), "--out", str(tmp_path / "r")]) == 2
     assert sorted(p.name for p in tmp_path.iterdir()) == []
 
 
