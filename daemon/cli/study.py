@@ -33,7 +33,26 @@ def add_parser(sub: Any) -> None:
             "--nodes", metavar="CSV", help="node list (default: openb_node_list_all_node.csv beside it)"
         )
         m.add_argument(
-            "--policy", default="binpack", help="placement: binpack, spread or fgd (default binpack)"
+            "--policy",
+            default="binpack",
+            help="binpack (Volcano's binpack-style configuration, examples/study/vgpu-binpack.yaml), "
+            "spread (Volcano's default configuration, vgpu-default.yaml) or fgd (vgpu-fgd.yaml); "
+            "with --conf, only the run's name (default binpack)",
+        )
+        m.add_argument(
+            "--engine",
+            default="core",
+            choices=("core", "fast"),
+            help="core (default): Fumarole's scheduler sessions under the Volcano configuration; "
+            "fast: the numpy study placer, an APPROXIMATION of the named configurations (it does not "
+            "add deviceshare's device score, counts a pod's GPU share per card differently in "
+            "binpack, and searches every node where Volcano searches a rotating window), seconds "
+            "instead of tens of seconds",
+        )
+        m.add_argument(
+            "--conf",
+            metavar="SCHED.yaml",
+            help="core engine: a Volcano scheduler configuration instead of the --policy preset",
         )
         m.add_argument(
             "--out", required=True, metavar="RUN.db|DIR", help="the event log to write (must not exist)"
@@ -53,13 +72,48 @@ def _seeds(text: str) -> list[int]:
     return [int(x) for x in text.split(",") if x.strip()]
 
 
-def cmd_study(args: argparse.Namespace) -> int:
+def _engine(args: argparse.Namespace) -> Any:
+    """The core engine's configuration (an Engine), None for the fast placer, or an error text."""
+    from daemon.scheduler.framework.conf import ConfError, parse_conf
+    from daemon.study.confs import PRESETS, preset_text
     from daemon.study.placement import POLICIES
-    from daemon.study.runs import inflation_log, timeline_log
+    from daemon.study.runs import Engine
+
+    if args.engine == "fast":
+        if args.conf:
+            return "--conf: the fast engine has no scheduler configuration (use --engine core)"
+        if args.policy not in POLICIES:
+            return f"--policy: unknown policy {args.policy!r} (known: {', '.join(POLICIES)})"
+        return None
+    if args.conf:
+        path = Path(args.conf)
+        try:
+            text = path.read_text()
+        except (OSError, UnicodeDecodeError) as e:
+            return f"--conf: cannot read {path}: {e}"
+        name = str(path)
+    else:
+        if args.policy not in PRESETS:
+            return f"--policy: unknown policy {args.policy!r} (known: {', '.join(PRESETS)})"
+        text = preset_text(args.policy)
+        name = f"examples/study/{PRESETS[args.policy][0]}"
+    try:
+        conf = parse_conf(text)
+    except (ConfError, ValueError) as e:
+        return f"--conf: {name}: {e}"
+    return Engine(conf, name, text)
+
+
+def cmd_study(args: argparse.Namespace) -> int:
+    from daemon.study.runs import Engine, inflation_log, timeline_log
     from daemon.study.trace import TraceError, pod_file, read_nodes, read_pods
 
-    if args.policy not in POLICIES:
-        return bad_input(f"--policy: unknown policy {args.policy!r} (known: {', '.join(POLICIES)})")
+    engine = _engine(args)
+    if isinstance(engine, str):
+        return bad_input(engine)
+    assert engine is None or isinstance(engine, Engine)
+    if args.policy != Path(args.policy).name or not args.policy:
+        return bad_input(f"--policy: {args.policy!r} cannot name a run (no slashes)")
     try:
         seeds = _seeds(args.seeds) if args.mode == "inflation" else []
     except ValueError:
@@ -87,11 +141,17 @@ def cmd_study(args: argparse.Namespace) -> int:
     t = time.monotonic()
     if args.mode == "timeline":
         log, summary = timeline_log(
-            nodes, pods, args.policy, period_s=args.period, trace_name=pf.name, progress=progress
+            nodes,
+            pods,
+            args.policy,
+            period_s=args.period,
+            trace_name=pf.name,
+            progress=progress,
+            engine=engine,
         )
         n = log.write(out)
         print(
-            f"timeline {args.policy}: {summary.pods} pods, {summary.placed} placed, "
+            f"timeline {args.policy} ({args.engine}): {summary.pods} pods, {summary.placed} placed, "
             f"{summary.unplaced} never placed; "
             f"{n} events in {out} ({time.monotonic() - t:.1f}s)"
         )
@@ -101,8 +161,16 @@ def cmd_study(args: argparse.Namespace) -> int:
     for seed in seeds:
         path = out / f"{args.policy}-seed{seed}.db" if many else out
         log = inflation_log(
-            nodes, pods, args.policy, seed=seed, ratio=args.ratio, trace_name=pf.name, progress=progress
+            nodes,
+            pods,
+            args.policy,
+            seed=seed,
+            ratio=args.ratio,
+            trace_name=pf.name,
+            progress=progress,
+            engine=engine,
         )
         n = log.write(path)
-        print(f"inflation {args.policy} seed {seed}: {n} events in {path} ({time.monotonic() - t:.1f}s)")
+        took = time.monotonic() - t
+        print(f"inflation {args.policy} ({args.engine}) seed {seed}: {n} events in {path} ({took:.1f}s)")
     return EXIT_OK

@@ -101,14 +101,23 @@ class RunLog:
         self.events.append(CycleOpened(self.cycle, len(self.events), at_ms, self.conf_hash))
         self._binds = 0
 
-    def bind(self, pod: TracePod, where: Placement, at_ms: int) -> None:
+    def bind(
+        self,
+        pod: TracePod,
+        where: Placement,
+        at_ms: int,
+        annotations: dict[str, str] | None = None,
+        queue: str | None = None,
+    ) -> None:
+        """A bind decision; `annotations` and `queue` as a core session gave them, else the
+        placer's card choice and the pod's QoS queue."""
         node = self.nodes[where.node].name
-        ann: dict[str, str] = {}
-        if where.cards:
+        ann: dict[str, str] = dict(annotations) if annotations is not None else {}
+        if where.cards and annotations is None:
             ann[ASSIGNED_IDS] = "".join(
                 f"{card_uuid(node, k)},NVIDIA,{pod.gpu_milli},{pod.gpu_milli // 10}:" for k in where.cards
             )
-        queue = QOS_CLASSES[pod.qos][0]
+        queue = queue or QOS_CLASSES[pod.qos][0]
         self.events.append(
             BindDecided(
                 self.cycle, NAMESPACE, pod.name, f"{NAMESPACE}-{pod.name}", node, pod.name, queue, "", ann

@@ -14,16 +14,29 @@ import heapq
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from daemon.scheduler.framework.conf import SchedulerConf
+from daemon.study.core_engine import CoreCluster, CoreStep
 from daemon.study.inflation import inflation_workload, typical_of
 from daemon.study.manifests import QOS_CLASSES
 from daemon.study.placement import Cluster, Placement
 from daemon.study.runlog import RunLog
 from daemon.study.trace import TraceNode, TracePod
 
-__all__ = ["RunSummary", "inflation_log", "timeline_log"]
+__all__ = ["CORE", "FAST", "Engine", "RunSummary", "inflation_log", "timeline_log"]
 
 Progress = Callable[[str], None]
 BATCH = 500
+FAST = "fast"
+CORE = "core"
+
+
+@dataclass(frozen=True, slots=True)
+class Engine:
+    """The core engine's scheduler configuration (parsed) and where it came from."""
+
+    conf: SchedulerConf
+    conf_name: str
+    conf_text: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,12 +57,30 @@ def inflation_log(
     ratio: float,
     trace_name: str,
     progress: Progress | None = None,
+    engine: Engine | None = None,
 ) -> RunLog:
     """One inflation experiment as a log: per batch of BATCH arrivals, the arrivals, a cycle with
-    the binds in arrival order, and a deletion for each pod that fit nowhere."""
-    cluster = Cluster(nodes, policy, typical_of(pods))
+    the binds in arrival order, and a deletion for each pod that fit nowhere.
+
+    With a core `engine` every pod goes through one real session (daemon.study.core_engine);
+    the log groups its decisions per batch of arrivals all the same."""
+    cluster = Cluster(nodes, "fgd" if engine is not None else policy, typical_of(pods))
     workload = inflation_workload(pods, cluster.gpu_capacity, ratio, seed)
-    params = {"mode": "inflation", "policy": policy, "seed": seed, "ratio": ratio, "trace": trace_name}
+    params: dict[str, object] = {
+        "mode": "inflation",
+        "policy": policy,
+        "seed": seed,
+        "ratio": ratio,
+        "trace": trace_name,
+    }
+    core: CoreStep | None = None
+    if engine is not None:
+        params.update(engine=CORE, conf=engine.conf_name, conf_text=engine.conf_text)
+        if progress is not None:
+            progress(f"{policy} seed {seed}: one core session over {len(workload)} pods")
+        core = CoreCluster(nodes, engine.conf, arrival_order=True).run(
+            [(p, i * 1000) for i, p in enumerate(workload)], float(len(workload))
+        )
     log = RunLog(params, nodes)
     for start in range(0, len(workload), BATCH):
         batch = workload[start : start + BATCH]
@@ -59,12 +90,15 @@ def inflation_log(
         log.open_cycle(at_ms)
         failed: list[TracePod] = []
         for pod in batch:
-            where = cluster.place(pod)
+            where = core.placed.get(pod.name) if core is not None else cluster.place(pod)
             if where is None:
                 failed.append(pod)
                 continue
             cluster.bind(pod, where)
-            log.bind(pod, where, at_ms)
+            if core is not None:
+                log.bind(pod, where, at_ms, core.annotations[pod.name], core.queues[pod.name])
+            else:
+                log.bind(pod, where, at_ms)
         log.close_cycle(len(failed))
         for pod in failed:
             log.fail(pod, at_ms)
@@ -88,11 +122,26 @@ def timeline_log(
     period_s: int,
     trace_name: str,
     progress: Progress | None = None,
+    engine: Engine | None = None,
 ) -> tuple[RunLog, RunSummary]:
-    cluster = Cluster(nodes, policy, typical_of(pods))
-    log = RunLog({"mode": "timeline", "policy": policy, "period_s": period_s, "trace": trace_name}, nodes)
+    """The timeline as a log; with a core `engine` each cycle is one real session over the pods
+    that wait (Volcano's enqueue, queue and job order decide), the cluster carried between them."""
+    cluster = Cluster(nodes, policy if engine is None else "binpack", typical_of(pods))
+    params: dict[str, object] = {
+        "mode": "timeline",
+        "policy": policy,
+        "period_s": period_s,
+        "trace": trace_name,
+    }
+    core: CoreCluster | None = None
+    if engine is not None:
+        params.update(engine=CORE, conf=engine.conf_name, conf_text=engine.conf_text)
+        core = CoreCluster(nodes, engine.conf, arrival_order=False)
+    log = RunLog(params, nodes)
+    arrived: list[tuple[TracePod, int]] = []
     t0 = min(p.creation for p in pods)
     arrivals = sorted(pods, key=lambda p: (p.creation, p.name))
+    by_name = {p.name: p for p in pods}
     nxt = 0
     pending: list[tuple[tuple[int, int, str], TracePod]] = []
     running: list[tuple[int, str, TracePod, Placement]] = []  # (end s, name, pod, where)
@@ -112,16 +161,31 @@ def timeline_log(
         while running and running[0][0] <= now:
             _, _, pod, where = heapq.heappop(running)
             cluster.release(pod, where)
+            if core is not None:
+                core.finish(pod)
             log.finish(pod, now * 1000)
         while nxt < len(arrivals) and arrivals[nxt].creation - t0 <= now:
             pod = arrivals[nxt]
             log.arrive(pod, (pod.creation - t0) * 1000)
             heapq.heappush(pending, (_order(pod), pod))
+            arrived.append((pod, (pod.creation - t0) * 1000))
             nxt += 1
         log.open_cycle(now * 1000)
         bound_now = 0
         waiting: list[tuple[tuple[int, int, str], TracePod]] = []
         failed_shapes: set[tuple[int, int, int, int, tuple[str, ...]]] = set()
+        if core is not None:
+            step = core.run(arrived, float(now))
+            arrived = []
+            for name, where_core in step.placed.items():
+                pod = by_name[name]
+                cluster.bind(pod, where_core)
+                log.bind(pod, where_core, now * 1000, step.annotations[name], step.queues[name])
+                heapq.heappush(running, (now + pod.lifetime_s(), pod.name, pod, where_core))
+                placed += 1
+                bound_now += 1
+            waiting = [(k, p) for k, p in pending if p.name not in step.placed]
+            pending = []
         while pending:
             key, pod = heapq.heappop(pending)
             shape = (pod.cpu_milli, pod.memory_mib, pod.num_gpu, pod.gpu_milli, pod.gpu_spec)

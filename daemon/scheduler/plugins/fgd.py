@@ -20,6 +20,7 @@ import numpy as np
 
 from daemon.scheduler.framework import combinators as cb
 from daemon.scheduler.framework.conf import arg_int
+from daemon.scheduler.framework.nodetable import BoolArray, FloatArray, IntArray, NodeTable
 from daemon.scheduler.framework.session import Session
 from daemon.scheduler.model.node import NodeInfo
 from daemon.scheduler.model.task import TaskInfo, TaskStatus
@@ -59,6 +60,11 @@ class FgdPlugin:
     def __init__(self, arguments: dict[str, Any]) -> None:
         self.weight = arg_int(arguments, WEIGHT, 1)
         self.typical: Any = None
+        self.table: NodeTable | None = None
+        # Per row: milli left on each card, whether the node has vGPU cards, the stamp read at.
+        self._left: IntArray = np.zeros((0, 1), dtype=np.int64)
+        self._has: BoolArray = np.zeros(0, dtype=np.bool_)
+        self._stamp: IntArray = np.zeros(0, dtype=np.int64)
 
     def node_cards(self, node: NodeInfo) -> list[int] | None:
         """Milli left on each registered card of the node, None for a node without vGPU cards."""
@@ -83,33 +89,66 @@ class FgdPlugin:
         return left
 
     def score(self, task: TaskInfo, node: NodeInfo) -> float:
-        cards, milli = task_gpu(task)
-        if cards == 0 or self.typical is None:
-            return 0.0
-        left = self.node_cards(node)
-        if left is None:
-            return 0.0
-        cpu = int(node.idle.cpu)
-        before = self._frag(cpu, [left])[0]
-        options: list[list[int]] = []
-        if cards == 1 and milli < 1000:
-            for k in range(len(left)):
-                if left[k] >= milli:
-                    options.append([*left[:k], left[k] - milli, *left[k + 1 :]])
-        else:
-            free = [k for k in range(len(left)) if left[k] >= milli][:cards]
-            options.append([v - milli if k in free else v for k, v in enumerate(left)])
-        if not options:
-            return 0.0
-        after = self._frag(cpu - int(task.resreq.cpu), options).min()
-        return float(np.floor(100.0 / (1.0 + np.exp((after - before) / 1000.0)))) * self.weight
+        """The node's score alone (the batch score on its row)."""
+        return float(self.score_batch(task, np.array([node.index], dtype=np.int64))[0])
 
-    def _frag(self, cpu: int, states: list[list[int]]) -> Any:
-        gpu = np.array(states, dtype=np.int64)
-        n = len(states)
-        return node_fragmentation(
-            np.full(n, cpu, dtype=np.int64), gpu, np.zeros(n, dtype=np.int64), self.typical
-        )
+    def _cards(self, rows: IntArray) -> tuple[IntArray, BoolArray]:
+        """Milli left on each card of the rows (zero-padded) and which rows have vGPU cards.
+
+        A row's cards are read again (`node_cards`) only when its stamp moved since."""
+        table = self.table
+        assert table is not None
+        version = table.version[rows]
+        stale = np.flatnonzero(self._stamp[rows] != version)
+        for k in stale:
+            row = int(rows[k])
+            left = self.node_cards(table.nodes[row])
+            if left is not None and len(left) > self._left.shape[1]:
+                wider = np.zeros((len(self._left), len(left)), dtype=np.int64)
+                wider[:, : self._left.shape[1]] = self._left
+                self._left = wider
+            self._left[row] = 0
+            if left is not None:
+                self._left[row, : len(left)] = left
+            self._has[row] = left is not None
+            self._stamp[row] = version[k]
+        return self._left[rows], self._has[rows]
+
+    def score_batch(self, task: TaskInfo, rows: IntArray) -> FloatArray:
+        """Scores of the node rows: floor(100 * sigmoid((before - after) / 1000)) x weight, after
+        the best card for a shared GPU (the first `cards` cards with room for whole GPUs)."""
+        out: FloatArray = np.zeros(len(rows))
+        cards, milli = task_gpu(task)
+        if cards == 0 or self.typical is None or self.table is None or len(rows) == 0:
+            return out
+        left, has = self._cards(rows)
+        cpu_col = self.table.col["cpu"]
+        cpu = self.table.idle[rows, cpu_col].astype(np.int64)
+        before = self._frag(cpu, left)
+        cpu_after = cpu - int(task.resreq.cpu)
+        fits = left >= milli
+        if cards == 1 and milli < 1000:
+            r_idx, k_idx = np.nonzero(fits & has[:, None])
+            if len(r_idx) == 0:
+                return out
+            states = left[r_idx].copy()
+            states[np.arange(len(r_idx)), k_idx] -= milli
+            after_c = self._frag(cpu_after[r_idx], states)
+            after = np.full(len(rows), np.inf)
+            np.minimum.at(after, r_idx, after_c)
+            scored = np.isfinite(after)
+        else:
+            take = fits & (np.cumsum(fits, axis=1) <= cards)
+            after = self._frag(cpu_after, left - milli * take)
+            scored = has
+        growth = np.where(scored, after - before, 0.0)
+        score = np.floor(100.0 / (1.0 + np.exp(growth / 1000.0))) * self.weight
+        out[scored] = score[scored]
+        return out
+
+    def _frag(self, cpu: IntArray, gpu: IntArray) -> FloatArray:
+        n = len(cpu)
+        return node_fragmentation(cpu, gpu, np.zeros(n, dtype=np.int64), self.typical)
 
     def on_session_open(self, ssn: Session) -> None:
         shapes = []
@@ -118,11 +157,18 @@ class FgdPlugin:
                 cards, milli = task_gpu(t)
                 shapes.append(PodShape(int(t.resreq.cpu), cards, milli if cards else 0))
         self.typical = typical_workload(shapes, 1.0).arrays({}) if shapes else None
+        table = ssn.table
+        self.table = table
+        n = len(table.nodes)
+        self._left = np.zeros((n, 1), dtype=np.int64)
+        self._has = np.zeros(n, dtype=np.bool_)
+        self._stamp = np.full(n, -1, dtype=np.int64)
         if self.weight != 0:
-            ssn.register(cb.NODE_ORDER, NAME, self.score)
+            ssn.register(cb.NODE_ORDER, NAME, self.score, self.score_batch)
 
     def on_session_close(self, ssn: Session) -> None:
         self.typical = None
+        self.table = None
 
 
 def new(arguments: dict[str, Any]) -> FgdPlugin:
