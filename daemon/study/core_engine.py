@@ -33,6 +33,7 @@ from typing import Any
 
 from daemon.manifests import build_snapshot
 from daemon.scheduler.framework.conf import SchedulerConf
+from daemon.scheduler.framework.placement import SearchOptions
 from daemon.scheduler.framework.run import SessionResult, run_session
 from daemon.scheduler.model.snapshot import ClusterSnapshot
 from daemon.scheduler.model.task import TaskStatus
@@ -80,8 +81,17 @@ def cards_of(node: str, ids: str) -> tuple[int, ...]:
 class CoreCluster:
     """The study's cluster as a snapshot that real sessions decide on."""
 
-    def __init__(self, nodes: Sequence[TraceNode], conf: SchedulerConf, *, arrival_order: bool) -> None:
+    def __init__(
+        self,
+        nodes: Sequence[TraceNode],
+        conf: SchedulerConf,
+        *,
+        arrival_order: bool,
+        percentage_nodes_to_find: int = 0,
+    ) -> None:
         self.conf = conf
+        # Volcano's --percentage-nodes-to-find (0: its adaptive default, 100: every node).
+        self.search = SearchOptions(percentage_nodes_to_find=percentage_nodes_to_find)
         self.arrival_order = arrival_order
         self.rows = {n.name: i for i, n in enumerate(nodes)}
         objects: list[tuple[str, int, Obj]] = [("nodes", i, node_manifest(n)) for i, n in enumerate(nodes)]
@@ -116,7 +126,7 @@ class CoreCluster:
         self.sessions += 1
         self.snapshot.now = now_s
         self.snapshot.session_id = f"study-{self.sessions}"
-        result = run_session(self.snapshot, self.conf, explain=False)
+        result = run_session(self.snapshot, self.conf, explain=False, search=self.search)
         apply_result(self.snapshot, result)
         return self._step(result)
 

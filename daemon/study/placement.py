@@ -61,6 +61,9 @@ class Cluster:
         self.gpu_cap = self.cards * MILLI
         self.model = np.array([self.model_ids.get(n.model, 0) for n in nodes], dtype=np.int64)
         self.cpu_left = self.cpu_cap.copy()
+        # vgpu-cores asked by the pods on each node, as Volcano's node accounting counts them
+        # (a pod's per-card cores once, however many cards it takes).
+        self.cores_used = np.zeros(len(nodes), dtype=np.int64)
         self.mem_left = self.mem_cap.copy()
         self.gpu_left = np.zeros((len(nodes), width), dtype=np.int64)
         for i, n in enumerate(nodes):
@@ -119,6 +122,8 @@ class Cluster:
         return Placement(best, cards)
 
     def _resource_score(self, pod: TracePod, rows: IntArray) -> npt.NDArray[np.float64]:
+        if self.policy == "binpack":
+            return self._binpack_score(pod, rows)
         parts = [
             (self.cpu_cap[rows] - self.cpu_left[rows] + pod.cpu_milli) / np.maximum(self.cpu_cap[rows], 1),
             (self.mem_cap[rows] - self.mem_left[rows] + pod.memory_mib) / np.maximum(self.mem_cap[rows], 1),
@@ -128,6 +133,23 @@ class Cluster:
             parts.append(used / np.maximum(self.gpu_cap[rows], 1))
         used_share: npt.NDArray[np.float64] = np.mean(parts, axis=0)
         return used_share if self.policy in ("binpack", "fgd") else 1.0 - used_share
+
+    def _binpack_score(self, pod: TracePod, rows: IntArray) -> npt.NDArray[np.float64]:
+        """Volcano's binpack plugin with binpack.resources vgpu-cores (weights 1), float for float:
+        the sum of (used + request) / capacity over cpu, memory and, for a GPU pod, vgpu-cores
+        (a pod asks its per-card cores once, however many cards), over the weight sum, times 10."""
+        cpu_cap = self.cpu_cap[rows].astype(np.float64)
+        mem_cap = self.mem_cap[rows].astype(np.float64)
+        score = (cpu_cap - self.cpu_left[rows] + pod.cpu_milli) * 1 / cpu_cap
+        score += (mem_cap - self.mem_left[rows] + pod.memory_mib) * 1 / mem_cap
+        wsum = 2
+        if pod.num_gpu:
+            cap = (self.cards[rows] * 100).astype(np.float64)
+            used = self.cores_used[rows] + pod.gpu_milli // 10
+            score += np.where(cap != 0, used * 1 / np.where(cap == 0, 1, cap), 0.0)
+            wsum += 1
+        out: npt.NDArray[np.float64] = score / wsum * 10.0
+        return out
 
     def _place_fgd(self, pod: TracePod, rows: IntArray) -> Placement:
         """FGD: every feasible node and, for a shared pod, every card with room; least growth wins.
@@ -187,6 +209,8 @@ class Cluster:
         self.mem_left[i] -= pod.memory_mib
         for k in where.cards:
             self.gpu_left[i, k] -= pod.gpu_milli
+        if pod.num_gpu:
+            self.cores_used[i] += pod.gpu_milli // 10
         self.frag[i] = self._frag(np.array([i]))[0]
 
     def release(self, pod: TracePod, where: Placement) -> None:
@@ -195,4 +219,6 @@ class Cluster:
         self.mem_left[i] += pod.memory_mib
         for k in where.cards:
             self.gpu_left[i, k] += pod.gpu_milli
+        if pod.num_gpu:
+            self.cores_used[i] -= pod.gpu_milli // 10
         self.frag[i] = self._frag(np.array([i]))[0]

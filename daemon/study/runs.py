@@ -37,6 +37,7 @@ class Engine:
     conf: SchedulerConf
     conf_name: str
     conf_text: str
+    percentage_nodes_to_find: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,12 +76,17 @@ def inflation_log(
     }
     core: CoreStep | None = None
     if engine is not None:
-        params.update(engine=CORE, conf=engine.conf_name, conf_text=engine.conf_text)
+        params.update(
+            engine=CORE,
+            conf=engine.conf_name,
+            conf_text=engine.conf_text,
+            percentage_nodes_to_find=engine.percentage_nodes_to_find,
+        )
         if progress is not None:
             progress(f"{policy} seed {seed}: one core session over {len(workload)} pods")
-        core = CoreCluster(nodes, engine.conf, arrival_order=True).run(
-            [(p, i * 1000) for i, p in enumerate(workload)], float(len(workload))
-        )
+        core = CoreCluster(
+            nodes, engine.conf, arrival_order=True, percentage_nodes_to_find=engine.percentage_nodes_to_find
+        ).run([(p, i * 1000) for i, p in enumerate(workload)], float(len(workload)))
     log = RunLog(params, nodes)
     for start in range(0, len(workload), BATCH):
         batch = workload[start : start + BATCH]
@@ -135,8 +141,15 @@ def timeline_log(
     }
     core: CoreCluster | None = None
     if engine is not None:
-        params.update(engine=CORE, conf=engine.conf_name, conf_text=engine.conf_text)
-        core = CoreCluster(nodes, engine.conf, arrival_order=False)
+        params.update(
+            engine=CORE,
+            conf=engine.conf_name,
+            conf_text=engine.conf_text,
+            percentage_nodes_to_find=engine.percentage_nodes_to_find,
+        )
+        core = CoreCluster(
+            nodes, engine.conf, arrival_order=False, percentage_nodes_to_find=engine.percentage_nodes_to_find
+        )
     log = RunLog(params, nodes)
     arrived: list[tuple[TracePod, int]] = []
     t0 = min(p.creation for p in pods)
