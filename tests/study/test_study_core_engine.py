@@ -25,7 +25,8 @@ from daemon.scheduler.framework.conf import parse_conf
 from daemon.scheduler.framework.session import Session
 from daemon.scheduler.model.node import NodeInfo
 from daemon.scheduler.model.task import TaskInfo
-from daemon.scheduler.plugins.fgd import NAME as FGD, FgdPlugin, task_gpu
+from daemon.scheduler.plugins.fgd import NAME as FGD
+from daemon.scheduler.plugins.fgd import FgdPlugin, task_gpu
 from daemon.study.confs import PRESETS, preset_text
 from daemon.study.core_engine import CoreCluster
 from daemon.study.inflation import typical_of
@@ -206,7 +207,9 @@ def test_cli_bad_engine_input_exits_2_and_writes_nothing(tmp_path: Path) -> None
     nodes, pods = random_trace(8, nodes=2, pods=3)
     trace = write_trace(
         tmp_path / "trace",
-        "".join(f"{p.name},1000,1024,0,0,,BE,Running,{p.creation},{p.deletion},{p.scheduled}\n" for p in pods),
+        "".join(
+            f"{p.name},1000,1024,0,0,,BE,Running,{p.creation},{p.deletion},{p.scheduled}\n" for p in pods
+        ),
         "".join(f"{n.name},{n.cpu_milli},{n.memory_mib},{n.gpus},{n.model}\n" for n in nodes),
     )
     bad = tmp_path / "bad.yaml"
