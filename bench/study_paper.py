@@ -6,7 +6,9 @@ clone: nothing of it is committed here), and the `inflation_mean.csv` of a `fuma
 our inflation runs. Output: one PNG (the paper's mean and min-max band per policy, dashed, beside
 ours, solid) and, on stdout, the table of docs/studies.md.
 
-Usage: python bench/study_paper.py PAPER.csv OUR/inflation_mean.csv OUT.png
+Usage: python bench/study_paper.py PAPER.csv OUR/inflation_mean.csv[=LABEL SUFFIX] [...] OUT.png
+(several reports' curves may be drawn together; a suffix tells same-named policies apart, e.g.
+`report-all/inflation_mean.csv=", all nodes"`).
 """
 
 from __future__ import annotations
@@ -37,25 +39,29 @@ def paper_curves(path: Path) -> dict[str, list[tuple[int, float, float, float]]]
     return out
 
 
-def our_curves(path: Path) -> dict[str, list[tuple[int, float, float, float]]]:
+def our_curves(path: Path, suffix: str = "") -> dict[str, list[tuple[int, float, float, float]]]:
     out: dict[str, list[tuple[int, float, float, float]]] = defaultdict(list)
     with path.open() as f:
         for r in csv.DictReader(f):
-            out[f"Fumarole {r['policy']}"].append(
+            out[f"Fumarole {r['policy']}{suffix}"].append(
                 (int(r["arrived_pct"]), float(r["mean"]), float(r["min"]), float(r["max"]))
             )
     return out
 
 
 def main() -> None:
-    paper, ours, png = Path(sys.argv[1]), Path(sys.argv[2]), Path(sys.argv[3])
+    paper, png = Path(sys.argv[1]), Path(sys.argv[-1])
+    ours: dict[str, list[tuple[int, float, float, float]]] = {}
+    for arg in sys.argv[2:-1]:
+        path, _, suffix = arg.partition("=")
+        ours.update(our_curves(Path(path), suffix))
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(6.4, 3.8), dpi=80)
-    curves = {**paper_curves(paper), **our_curves(ours)}
+    curves = {**paper_curves(paper), **ours}
     for label, pts in curves.items():
         x = [p[0] for p in pts]
         style = "--" if label.startswith("paper") else "-"
