@@ -183,6 +183,11 @@ def timeline_log(
             heapq.heappush(pending, (_order(pod), pod))
             arrived.append((pod, (pod.creation - t0) * 1000))
             nxt += 1
+        if core is not None and not pending:
+            # Only completions: with nothing waiting, a session could decide nothing.
+            idle = True
+            now += period_s
+            continue
         log.open_cycle(now * 1000)
         bound_now = 0
         waiting: list[tuple[tuple[int, int, str], TracePod]] = []
