@@ -44,10 +44,11 @@ def add_parser(sub: Any) -> None:
             default="core",
             choices=("core", "fast"),
             help="core (default): Fumarole's scheduler sessions under the Volcano configuration; "
-            "fast: the numpy study placer, an APPROXIMATION of the named configurations (it does not "
-            "add deviceshare's device score, counts a pod's GPU share per card differently in "
-            "binpack, and searches every node where Volcano searches a rotating window), seconds "
-            "instead of tens of seconds",
+            "fast: the numpy study placer, seconds instead of tens of seconds but an APPROXIMATION of "
+            "the named configurations (it scores every feasible node where Volcano scores a rotating "
+            "window on clusters over 100 nodes, adds no deviceshare device score, its spread has no "
+            "balancedresource, its fgd chooses the card itself); exact only for "
+            "examples/study/vgpu-binpack-plugin.yaml on clusters of up to 100 nodes",
         )
         m.add_argument(
             "--percentage-nodes-to-find",
