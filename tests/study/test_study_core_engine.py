@@ -23,8 +23,11 @@ from daemon.scheduler.framework import combinators as cb
 from daemon.scheduler.framework import registry
 from daemon.scheduler.framework.conf import parse_conf
 from daemon.scheduler.framework.session import Session
+from daemon.scheduler.model.fit import Code, FitError, fit_error
 from daemon.scheduler.model.node import NodeInfo
 from daemon.scheduler.model.task import TaskInfo
+from daemon.scheduler.plugins.deviceshare import NAME as DEVICESHARE
+from daemon.scheduler.plugins.deviceshare import DeviceSharePlugin
 from daemon.scheduler.plugins.fgd import NAME as FGD
 from daemon.scheduler.plugins.fgd import FgdPlugin, task_gpu
 from daemon.study.confs import PRESETS, preset_text
@@ -231,3 +234,36 @@ def test_presets_are_the_example_files() -> None:
             if not line.startswith("#")
         )
         assert body == text, name
+
+
+class UnbatchedDeviceShare(DeviceSharePlugin):
+    """deviceshare as before its batch callbacks and FilterNode memo: one node at a time, always
+    fitting afresh."""
+
+    def predicate(self, task: TaskInfo, node: NodeInfo) -> FitError | None:
+        for p in self.pools(node.name):
+            if not p.has_request(task):
+                continue
+            msg = p.filter(task, self.args.schedule_policy)
+            if msg is not None:
+                return fit_error(task.namespace, task.name, node.name, Code.UNSCHEDULABLE, msg)
+        return None
+
+    def on_session_open(self, ssn: Session) -> None:
+        super().on_session_open(ssn)
+        ssn.fns[cb.PREDICATE][DEVICESHARE] = self.predicate
+        ssn.batch_fns[cb.PREDICATE].pop(DEVICESHARE, None)
+        ssn.batch_fns[cb.NODE_ORDER].pop(DEVICESHARE, None)
+
+
+@pytest.mark.parametrize("policy", ["binpack", "spread", "fgd"])
+def test_deviceshare_batch_and_memo_decide_as_one_node_at_a_time(
+    policy: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for seed in range(3):
+        nodes, pods = random_trace(300 + seed, nodes=12, pods=120)
+        batch = one_session(nodes, pods, preset_text(policy))
+        with monkeypatch.context() as m:
+            m.setitem(registry.PLUGINS, DEVICESHARE, lambda args: UnbatchedDeviceShare(args))
+            single = one_session(nodes, pods, preset_text(policy))
+        assert batch == single
