@@ -11,7 +11,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from daemon.cli import eventlog, explain, replay, run, schedule, serve
+from daemon.cli import eventlog, explain, replay, report, run, schedule, serve, study
 from daemon.cli.exits import EXIT_OK, InputError, bad_input
 
 
@@ -49,6 +49,8 @@ def build_parser() -> argparse.ArgumentParser:
     replay.add_parser(sub)
     serve.add_parser(sub)
     explain.add_parser(sub)
+    study.add_parser(sub)
+    report.add_parser(sub)
     return p
 
 

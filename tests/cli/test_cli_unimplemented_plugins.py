@@ -88,7 +88,10 @@ def test_run_session_warns_when_the_conf_was_parsed_without_the_registry() -> No
 
 
 def test_registry_knows_every_volcano_plugin() -> None:
-    assert set(VOLCANO_PLUGINS) == set(registry.PLUGINS) | registry.VOLCANO_ONLY_PLUGINS
+    assert set(VOLCANO_PLUGINS) == (set(registry.PLUGINS) - registry.BEYOND_VOLCANO_PLUGINS) | (
+        registry.VOLCANO_ONLY_PLUGINS
+    )
+    assert registry.BEYOND_VOLCANO_PLUGINS == {"fgd"} <= set(registry.PLUGINS)
     assert not set(registry.PLUGINS) & registry.VOLCANO_ONLY_PLUGINS
 
 

@@ -1,30 +1,24 @@
 """Import the Alibaba GPU cluster trace (v2023, "openb") as a simulator workload and cluster.
 
-`convert_alibaba(trace_dir, out_path, limit=..., seed=...)` reads `openb_pod_list_*.csv`
-(any file with the pod-list columns) and `openb_node_list_all_node.csv` and writes a
-workload file (one single-pod Volcano Job per trace pod) and, when asked, a cluster file.
-Command line: `python -m daemon.adapters.simulator.alibaba TRACE_DIR OUT.yaml [--limit N]
-[--seed S] [--cluster-out CLUSTER.yaml] [--nodes N] [--max-duration 2h]`.
+`convert_alibaba(trace, out_path, limit=None, seed=...)` reads a pod list (`openb_pod_list_*.csv`
+or any file with its columns; a folder means its default list) and `openb_node_list_all_node.csv`
+and writes a workload file (one single-pod Volcano Job per trace pod: every pod unless `limit`)
+and, when asked, a cluster file. Command line: `python -m daemon.adapters.simulator.alibaba TRACE
+OUT.yaml [--limit N] [--seed S] [--cluster-out CLUSTER.yaml] [--nodes N] [--max-duration 2h]`.
 
-Mapping (see docs/simulator.md):
-* a window of `limit` consecutive pods (by creation time) starting at a seeded random
-  position; submit-at = creation_time - the window's first creation_time;
+The object mapping (GPUs as deviceshare vGPU resources, gpu_spec as node affinity, QoS as queues
+and priority classes) is `daemon.study.manifests`; documented in docs/studies.md. Here:
+* `limit` pods: a window of consecutive pods (by creation time) starting at a seeded random
+  position (all pods, from the first, when no limit); submit-at = creation_time - the window's first;
 * duration = deletion_time - scheduled_time (deletion_time - creation_time for pods never
-  scheduled), at least 1 s, capped at `max_duration`;
-* requests cpu_milli -> cpu "<n>m", memory_mib -> "<n>Mi", num_gpu -> nvidia.com/gpu; a
-  GPU-sharing pod (num_gpu 1, gpu_milli < 1000) asks for one whole GPU (Fumarole does not
-  model GPU sharing) and keeps its share in the `fumarole.io/alibaba-gpu-milli` annotation;
-* gpu_spec (acceptable GPU models) -> required node affinity on label `alibaba.com/gpu-model`;
-* qos LS / Guaranteed -> queue `ls` (weight 4) and PriorityClass `alibaba-ls` (1000);
-  Burstable -> `burstable` (weight 2, 500); BE -> `be` (weight 1, 100);
-* nodes: `nodes` of them (default: the trace's 1523 scaled by limit / pods in the file),
-  sampled with the same seed, each with its cpu, memory, GPUs and model label.
+  scheduled), at least 1 s, capped at `max_duration` when given;
+* nodes: `nodes` of them (default: all, or the trace's count scaled by limit / pods in the file),
+  sampled with the same seed.
 """
 
 from __future__ import annotations
 
 import argparse
-import csv
 import random
 import sys
 from collections.abc import Sequence
@@ -34,107 +28,35 @@ from typing import Any
 import yaml
 
 from daemon.adapters.simulator.workload import format_duration, parse_duration
+from daemon.study.manifests import (
+    NAMESPACE,
+    QOS_CLASSES,
+    QOS_KEY,
+    cluster_objects,
+    node_manifest,
+    pod_affinity,
+    pod_container,
+)
+from daemon.study.trace import TraceError, TracePod, pod_file, read_nodes, read_pods
 
-__all__ = ["QOS_CLASSES", "convert_alibaba", "main"]
+__all__ = ["QOS_CLASSES", "TraceError", "convert_alibaba", "main"]
 
 Obj = dict[str, Any]
-POD_COLUMNS = (
-    "name",
-    "cpu_milli",
-    "memory_mib",
-    "num_gpu",
-    "gpu_milli",
-    "gpu_spec",
-    "qos",
-    "pod_phase",
-    "creation_time",
-    "deletion_time",
-    "scheduled_time",
-)
-NODE_COLUMNS = ("sn", "cpu_milli", "memory_mib", "gpu", "model")
-GPU = "nvidia.com/gpu"
-MODEL_LABEL = "alibaba.com/gpu-model"
-# qos -> (queue, queue weight, priority class, priority value)
-QOS_CLASSES: dict[str, tuple[str, int, str, int]] = {
-    "LS": ("ls", 4, "alibaba-ls", 1000),
-    "Guaranteed": ("ls", 4, "alibaba-ls", 1000),
-    "Burstable": ("burstable", 2, "alibaba-burstable", 500),
-    "BE": ("be", 1, "alibaba-be", 100),
-}
 
 
-class TraceError(ValueError):
-    """Bad trace input; the message names the file, the line and the column."""
-
-
-def _read_csv(path: Path, columns: Sequence[str]) -> list[dict[str, str]]:
-    try:
-        with path.open(newline="", encoding="utf-8") as f:
-            reader = csv.DictReader(f)
-            missing = [c for c in columns if c not in (reader.fieldnames or [])]
-            if missing:
-                raise TraceError(f"{path}: missing column(s) {', '.join(missing)}")
-            return list(reader)
-    except OSError as e:
-        raise TraceError(f"{path}: cannot read: {e}") from e
-
-
-def _int(path: Path, line: int, row: dict[str, str], col: str, default: int | None = None) -> int:
-    text = (row.get(col) or "").strip()
-    if not text and default is not None:
-        return default
-    try:
-        return int(float(text))
-    except ValueError:
-        raise TraceError(f"{path}: line {line}: column {col}: expected a number, got {text!r}") from None
-
-
-def _pod_files(trace_dir: Path) -> list[Path]:
-    files = sorted(trace_dir.glob("openb_pod_list*.csv"))
-    if not files:
-        raise TraceError(f"{trace_dir}: no openb_pod_list*.csv file")
-    default = trace_dir / "openb_pod_list_default.csv"
-    return [default] if default in files else files[:1]
-
-
-def _job(row: dict[str, str], path: Path, line: int, at_s: int, dur_ms: int) -> Obj:
-    qos = row["qos"].strip()
-    if qos not in QOS_CLASSES:
-        raise TraceError(f"{path}: line {line}: column qos: unknown class {qos!r}")
-    queue, _, pc, _ = QOS_CLASSES[qos]
-    requests: dict[str, str] = {
-        "cpu": f"{_int(path, line, row, 'cpu_milli')}m",
-        "memory": f"{_int(path, line, row, 'memory_mib')}Mi",
-    }
-    gpus = _int(path, line, row, "num_gpu", 0)
-    gpu_milli = _int(path, line, row, "gpu_milli", 0)
-    if gpus:
-        requests[GPU] = str(gpus)
-    annotations = {"fumarole.io/duration": format_duration(dur_ms)}
-    if gpus == 1 and 0 < gpu_milli < 1000:
-        annotations["fumarole.io/alibaba-gpu-milli"] = str(gpu_milli)
-    spec: Obj = {
-        "restartPolicy": "Never",
-        "containers": [{"name": "main", "image": "trace", "resources": {"requests": requests}}],
-    }
-    models = sorted(m for m in row["gpu_spec"].split("|") if m.strip())
-    if models:
-        spec["affinity"] = {
-            "nodeAffinity": {
-                "requiredDuringSchedulingIgnoredDuringExecution": {
-                    "nodeSelectorTerms": [
-                        {"matchExpressions": [{"key": MODEL_LABEL, "operator": "In", "values": models}]}
-                    ]
-                }
-            }
-        }
+def _job(pod: TracePod, at_s: int, dur_ms: int) -> Obj:
+    queue, _, pc, _ = QOS_CLASSES[pod.qos]
+    spec: Obj = {"restartPolicy": "Never", "containers": [pod_container(pod)]}
+    affinity = pod_affinity(pod)
+    if affinity is not None:
+        spec["affinity"] = affinity
     return {
         "apiVersion": "batch.volcano.sh/v1alpha1",
         "kind": "Job",
         "metadata": {
-            "name": row["name"].strip(),
-            "namespace": "alibaba",
-            "annotations": {"fumarole.io/submit-at": f"{at_s}s", "fumarole.io/alibaba-qos": qos},
+            "name": pod.name,
+            "namespace": NAMESPACE,
+            "annotations": {"fumarole.io/submit-at": f"{at_s}s", QOS_KEY: pod.qos},
         },
         "spec": {
             "schedulerName": "volcano",
@@ -145,111 +67,73 @@ def _job(row: dict[str, str], path: Path, line: int, at_s: int, dur_ms: int) -> 
                 {
                     "name": "pod",
                     "replicas": 1,
-                    "template": {"metadata": {"annotations": annotations}, "spec": spec},
+                    "template": {
+                        "metadata": {"annotations": {"fumarole.io/duration": format_duration(dur_ms)}},
+                        "spec": spec,
+                    },
                 }
             ],
         },
     }
 
 
-def _cluster(trace_dir: Path, count: int, rng: random.Random) -> list[Obj]:
-    path = trace_dir / "openb_node_list_all_node.csv"
-    rows = _read_csv(path, NODE_COLUMNS)
-    picked = sorted(rng.sample(range(len(rows)), min(count, len(rows))))
-    out: list[Obj] = []
-    for i in picked:
-        row, line = rows[i], i + 2
-        alloc = {
-            "cpu": f"{_int(path, line, row, 'cpu_milli')}m",
-            "memory": f"{_int(path, line, row, 'memory_mib')}Mi",
-            "pods": "110",
-        }
-        gpus = _int(path, line, row, "gpu", 0)
-        labels = {}
-        if gpus:
-            alloc[GPU] = str(gpus)
-        if row["model"].strip():
-            labels[MODEL_LABEL] = row["model"].strip()
-        meta: Obj = {"name": row["sn"].strip()}
-        if labels:
-            meta["labels"] = labels
-        out.append({"apiVersion": "v1", "kind": "Node", "metadata": meta, "status": {"allocatable": alloc}})
-    seen: set[str] = set()
-    for queue, weight, pc, value in QOS_CLASSES.values():
-        if queue in seen:
-            continue
-        seen.add(queue)
-        out.append(
-            {
-                "apiVersion": "scheduling.volcano.sh/v1beta1",
-                "kind": "Queue",
-                "metadata": {"name": queue},
-                "spec": {"weight": weight},
-            }
-        )
-        out.append(
-            {
-                "apiVersion": "scheduling.k8s.io/v1",
-                "kind": "PriorityClass",
-                "metadata": {"name": pc},
-                "value": value,
-            }
-        )
-    return out
+def _cluster(trace: Path, count: int | None, rng: random.Random) -> list[Obj]:
+    path = (trace if trace.is_dir() else trace.parent) / "openb_node_list_all_node.csv"
+    nodes = read_nodes(path)
+    if count is not None and count < len(nodes):
+        nodes = [nodes[i] for i in sorted(rng.sample(range(len(nodes)), count))]
+    return [node_manifest(n) for n in nodes] + cluster_objects()
 
 
 def convert_alibaba(
     trace_dir: str | Path,
     out_path: str | Path,
     *,
-    limit: int = 200,
+    limit: int | None = None,
     seed: int = 0,
     cluster_out: str | Path | None = None,
     nodes: int | None = None,
-    max_duration: str = "2h",
+    max_duration: str | None = None,
 ) -> dict[str, int]:
     """Write a simulator workload (and optionally a cluster) from the trace; return counts.
 
     Deterministic for the same trace, limit, seed, nodes and max_duration.
     """
-    if limit <= 0:
+    if limit is not None and limit <= 0:
         raise TraceError(f"limit must be positive, got {limit}")
-    cap_ms = parse_duration(max_duration)
+    cap_ms = parse_duration(max_duration) if max_duration is not None else None
     trace = Path(trace_dir)
-    (path,) = _pod_files(trace)
-    rows = _read_csv(path, POD_COLUMNS)
-    indexed = sorted(
-        ((_int(path, i + 2, r, "creation_time"), i) for i, r in enumerate(rows)),
-    )
+    path = pod_file(trace)
+    pods = sorted(read_pods(path), key=lambda p: p.creation)  # stable: file order at equal times
     rng = random.Random(seed)
-    start = rng.randrange(0, max(1, len(indexed) - limit + 1))
-    window = indexed[start : start + limit]
-    if not window:
-        raise TraceError(f"{path}: no pods")
-    t0 = window[0][0]
+    take = len(pods) if limit is None else limit
+    start = rng.randrange(0, max(1, len(pods) - take + 1)) if limit is not None else 0
+    window = pods[start : start + take]
+    t0 = window[0].creation
     jobs: list[Obj] = []
-    for created, i in window:
-        row, line = rows[i], i + 2
-        deleted = _int(path, line, row, "deletion_time")
-        scheduled = _int(path, line, row, "scheduled_time", -1)
-        began = scheduled if scheduled >= 0 else created
-        dur_ms = min(cap_ms, max(1000, (deleted - began) * 1000))
-        jobs.append(_job(row, path, line, created - t0, dur_ms))
+    for pod in window:
+        dur_ms = pod.lifetime_s() * 1000
+        if cap_ms is not None:
+            dur_ms = min(cap_ms, dur_ms)
+        jobs.append(_job(pod, pod.creation - t0, dur_ms))
     header = (
         f"# Alibaba GPU trace v2023 ({path.name}): {len(jobs)} pods from position {start}, seed {seed},\n"
-        f"# durations capped at {max_duration}; converted by daemon.adapters.simulator.alibaba.\n"
+        f"# durations capped at {max_duration or 'nothing'}; converted by daemon.adapters.simulator.alibaba\n"
     )
     Path(out_path).write_text(header + yaml.safe_dump_all(jobs, sort_keys=False, width=110), encoding="utf-8")
     counts = {"pods": len(jobs), "start": start}
     if cluster_out is not None:
-        count = nodes if nodes is not None else max(4, round(1523 * len(jobs) / max(1, len(rows))))
+        count = nodes
+        if count is None and limit is not None:
+            count = max(4, round(1523 * len(jobs) / max(1, len(pods))))
         cluster = _cluster(trace, count, random.Random(seed))
+        n_nodes = sum(1 for o in cluster if o["kind"] == "Node")
         Path(cluster_out).write_text(
-            f"# Alibaba GPU trace v2023: {count} nodes sampled with seed {seed}; queues, priority classes.\n"
+            f"# Alibaba GPU trace v2023: {n_nodes} nodes (seed {seed}); queues, priority classes.\n"
             + yaml.safe_dump_all(cluster, sort_keys=False, width=110),
             encoding="utf-8",
         )
-        counts["nodes"] = count
+        counts["nodes"] = n_nodes
     return counts
 
 
@@ -260,11 +144,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     p.add_argument("trace_dir")
     p.add_argument("out")
-    p.add_argument("--limit", type=int, default=200)
+    p.add_argument("--limit", type=int, help="a seeded window of N pods (default: every pod)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--cluster-out")
     p.add_argument("--nodes", type=int)
-    p.add_argument("--max-duration", default="2h")
+    p.add_argument("--max-duration", help="cap on pod durations, e.g. 2h (default: none)")
     args = p.parse_args(argv)
     try:
         counts = convert_alibaba(

@@ -65,9 +65,14 @@ PLUGINS: dict[str, PluginFactory] = {
     "cdp": Deferred(_PLUGINS + "cdp"),
     "nodegroup": Deferred(_PLUGINS + "nodegroup"),
     "deviceshare": Deferred(_PLUGINS + "deviceshare"),
+    # beyond Volcano, opt-in: fragmentation gradient descent (Weng et al., ATC'23), docs/studies.md
+    "fgd": Deferred(_PLUGINS + "fgd"),
     "task-topology": Deferred(_PLUGINS + "task_topology"),
     "resource-strategy-fit": Deferred(_PLUGINS + "resource_strategy_fit"),
 }
+
+# Plugins of Fumarole that Volcano does not have (opt-in: a configuration must name them).
+BEYOND_VOLCANO_PLUGINS: frozenset[str] = frozenset({"fgd"})
 
 # Volcano actions and plugins that exist upstream but are not (yet) implemented here: a
 # configuration naming them is accepted with a warning (plugins) or refused clearly (actions).

@@ -25,6 +25,7 @@ from daemon.scheduler.model.task import TaskStatus
 if TYPE_CHECKING:
     from opentelemetry.trace import TracerProvider
 
+    from daemon.scheduler.framework.placement import SearchOptions
     from daemon.scheduler.framework.plugin import Plugin
 
 TRACER_NAME = "fumarole.scheduler"
@@ -84,7 +85,10 @@ def run_session(
     *,
     tracer_provider: TracerProvider | None = None,
     explain: bool = True,
+    search: SearchOptions | None = None,
 ) -> SessionResult:
+    """One session; `search` overrides the node search flags (Volcano's --minimum-feasible-nodes,
+    --minimum-percentage-nodes-to-find, --percentage-nodes-to-find) of the actions that search."""
     tracer = (
         tracer_provider.get_tracer(TRACER_NAME)
         if tracer_provider is not None
@@ -118,6 +122,8 @@ def run_session(
         action_seconds: dict[str, float] = {}
         for name in conf.actions:
             action = registry.ACTIONS[name]()
+            if search is not None and hasattr(action, "search"):
+                action.search = search
             ssn.current_action = name
             before = _snapshot_stats(ssn)
             with tracer.start_as_current_span(f"action {name}") as span:

@@ -18,18 +18,22 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Hashable
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+import numpy as np
+
 from daemon.scheduler.framework import combinators as cb
 from daemon.scheduler.framework.conf import ConfError, arg_bool, arg_int, arg_str
+from daemon.scheduler.framework.nodetable import BoolArray, FloatArray, IntArray
 from daemon.scheduler.framework.session import EventHandler, Session
 from daemon.scheduler.model.fit import Code, FitError, fit_error
 from daemon.scheduler.model.node import NodeInfo
 from daemon.scheduler.model.task import TaskInfo, TaskStatus
 from daemon.scheduler.plugins.deviceshare_gpushare import GpuSharePool
-from daemon.scheduler.plugins.deviceshare_vgpu import VGpuPool
+from daemon.scheduler.plugins.deviceshare_vgpu import VGpuPool, filter_key
 
 NAME = "deviceshare"
 GPU_SHARING_ENABLE = "deviceshare.GPUSharingEnable"
@@ -133,6 +137,11 @@ class DeviceSharePlugin:
         self.session_locks: set[tuple[str, str]] = set()
         self.allocates_cards = False
         self.now = 0.0
+        # Task uid -> (task, its vGPU FilterNode key), so the key is computed once per task.
+        self.filter_keys: dict[str, tuple[TaskInfo, Hashable]] = {}
+        # The session's nodes by row, and one pool of each kind present (batch callbacks).
+        self.node_rows: list[NodeInfo] = []
+        self.kinds: list[Pool] = []
 
     # ----------------------------------------------------------------- pools
     def _pools_of(self, node: NodeInfo) -> NodeDevices:
@@ -185,12 +194,57 @@ class DeviceSharePlugin:
         for p in self.pools(node.name):
             if not p.has_request(task):
                 continue
-            msg = p.filter(task, self.args.schedule_policy)
+            if isinstance(p, VGpuPool):
+                key = self.filter_keys.get(task.uid)
+                if key is None or key[0] is not task:
+                    key = self.filter_keys[task.uid] = (task, filter_key(task))
+                msg = p.filter(task, self.args.schedule_policy, key[1])
+            else:
+                msg = p.filter(task, self.args.schedule_policy)
             if msg is None and self.args.node_lock and p.needs_lock(task) and self.locked(node, p.lock_name):
                 msg = f"{p.device_name} node {node.name} is locked ({NODE_LOCK_ENABLE})"
             if msg is not None:
                 return fit_error(task.namespace, task.name, node.name, Code.UNSCHEDULABLE, msg)
         return None
+
+    def predicate_batch(
+        self, task: TaskInfo, rows: IntArray
+    ) -> tuple[BoolArray, list[tuple[str, BoolArray]], BoolArray | None]:
+        """`predicate` over node rows (the same verdicts, reasons and cached scores), without the
+        per-node call when no pool type of the session is asked for by the task."""
+        n = len(rows)
+        ok = np.ones(n, dtype=np.bool_)
+        reasons: list[tuple[str, BoolArray]] = []
+        if not any(kind.has_request(task) for kind in self.kinds):
+            return ok, reasons, None
+        by_text: dict[str, list[int]] = {}
+        nodes = self.node_rows
+        for k in range(n):
+            node = nodes[int(rows[k])]
+            if node.name not in self.nodes:
+                continue
+            err = self.predicate(task, node)
+            if err is not None:
+                ok[k] = False
+                for text in err.reasons():
+                    by_text.setdefault(text, []).append(k)
+        for text, ks in by_text.items():
+            mask = np.zeros(n, dtype=np.bool_)
+            mask[ks] = True
+            reasons.append((text, mask))
+        return ok, reasons, None
+
+    def score_batch(self, task: TaskInfo, rows: IntArray) -> FloatArray:
+        """`device_score` over node rows."""
+        out = np.zeros(len(rows))
+        if not any(kind.has_request(task) for kind in self.kinds):
+            return out
+        nodes = self.node_rows
+        for k in range(len(rows)):
+            node = nodes[int(rows[k])]
+            if node.name in self.nodes:
+                out[k] = self.device_score(task, node)
+        return out
 
     def device_score(self, task: TaskInfo, node: NodeInfo) -> float:
         """getDeviceScore: the pools' scores summed and rounded half up, times the weight."""
@@ -240,6 +294,9 @@ class DeviceSharePlugin:
         self.now = ssn.now
         self.nodes = {}
         self.on_node = {}
+        self.filter_keys = {}
+        self.node_rows = []
+        self.kinds = []
         self.session_locks = set()
         for node in ssn.node_list:
             nd = self._pools_of(node)
@@ -257,10 +314,17 @@ class DeviceSharePlugin:
                 f"{NAME}: the predicates plugin is not configured, so no card is allocated to a placed "
                 "pod (Volcano allocates cards in the predicates plugin's allocate handler)"
             )
-        ssn.register(cb.PREDICATE, NAME, self.predicate)
+        self.node_rows = ssn.node_list
+        # One pool of each kind present, to ask whether a task requests that kind at all.
+        seen: dict[type, Pool] = {}
+        for nd in self.nodes.values():
+            for pool in nd.pools:
+                seen.setdefault(type(pool), pool)
+        self.kinds = list(seen.values())
+        ssn.register(cb.PREDICATE, NAME, self.predicate, self.predicate_batch)
         if self.args.schedule_weight > 0:
             # Volcano registers it always; with weight 0 it scores every node 0, which changes nothing.
-            ssn.register(cb.NODE_ORDER, NAME, self.device_score)
+            ssn.register(cb.NODE_ORDER, NAME, self.device_score, self.score_batch)
         ssn.add_event_handler(
             EventHandler(allocate=lambda t: self.on_allocate(ssn, t), deallocate=self.on_deallocate)
         )
@@ -268,6 +332,9 @@ class DeviceSharePlugin:
     def on_session_close(self, ssn: Session) -> None:
         self.nodes = {}
         self.on_node = {}
+        self.filter_keys = {}
+        self.node_rows = []
+        self.kinds = []
 
 
 def new(arguments: dict[str, Any]) -> DeviceSharePlugin:

@@ -14,7 +14,7 @@ type -- Fumarole reads no ConfigMap, so Volcano's default device configuration i
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Hashable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -185,6 +185,19 @@ def container_requests(task: TaskInfo) -> list[ContainerRequest]:
     return out
 
 
+FILTER_ANNOTATIONS = (MODE_ANNOTATION, PODGROUP_POLICY, USE_UUID, NO_USE_UUID, GPU_IN_USE, GPU_NO_USE)
+
+
+def filter_key(task: TaskInfo) -> Hashable:
+    """Everything of the task that FilterNode (`VGpuPool.fit`) reads: requests, annotations, group."""
+    ann = task.pod.annotations
+    return (
+        tuple(container_requests(task)),
+        tuple(ann.get(k) for k in FILTER_ANNOTATIONS),
+        pod_group_key(task),
+    )
+
+
 def pod_group_key(task: TaskInfo) -> str:
     ann = task.pod.annotations
     name = ann.get(KUBE_GROUP_NAME) or ann.get(VOLCANO_GROUP_NAME) or ""
@@ -265,6 +278,10 @@ class VGpuPool:
         self.mode = mode
         # The score of the last FilterNode on this node, read back by ScoreNode.
         self.cached_score = 0.0
+        # Bumped on every change to the cards; FilterNode's answers are kept per request key
+        # (`filter_key`) with the state they were computed on (fit is a pure function of both).
+        self.state = 0
+        self._filtered: dict[Hashable, tuple[int, str | None, float]] = {}
 
     @classmethod
     def from_node(cls, node: NodeInfo) -> VGpuPool | None:
@@ -295,6 +312,7 @@ class VGpuPool:
         ids = annotations.get(ASSIGNED_IDS)
         if ids is None:
             return
+        self.state += 1
         group = pod_group_key(task)
         for cd in decode_pod_devices(ids):
             for d in cd:
@@ -312,6 +330,7 @@ class VGpuPool:
         ids = annotations.get(ASSIGNED_IDS)
         if ids is None:
             return
+        self.state += 1
         for cd in decode_pod_devices(ids):
             for d in cd:
                 card = self._matching(d.uuid)
@@ -403,12 +422,21 @@ class VGpuPool:
             out.append(devs)
         return out, score
 
-    def filter(self, task: TaskInfo, policy: str) -> str | None:
+    def filter(self, task: TaskInfo, policy: str, key: Hashable | None = None) -> str | None:
+        """FilterNode; with a `filter_key` the answer on unchanged cards is the one computed before."""
+        if key is not None:
+            hit = self._filtered.get(key)
+            if hit is not None and hit[0] == self.state:
+                if hit[1] is None:
+                    self.cached_score = hit[2]
+                return hit[1]
         res = self.fit(task, policy, replicate=True)
-        if isinstance(res, str):
-            return "hami-vgpuDeviceSharing error"
-        self.cached_score = res[1]
-        return None
+        msg = "hami-vgpuDeviceSharing error" if isinstance(res, str) else None
+        if not isinstance(res, str):
+            self.cached_score = res[1]
+        if key is not None:
+            self._filtered[key] = (self.state, msg, self.cached_score)
+        return msg
 
     def score(self, task: TaskInfo) -> float:
         return self.cached_score
@@ -418,6 +446,7 @@ class VGpuPool:
 
     def allocate(self, task: TaskInfo, policy: str, now: float) -> dict[str, str] | str:
         """Allocate: raise the chosen cards' counters, record the pod on them, return the annotations."""
+        self.state += 1
         res = self.fit(task, policy, replicate=False)
         if isinstance(res, str):
             return res

@@ -1,0 +1,188 @@
+"""`fumarole study timeline|inflation`: trace-driven experiments written as event logs (docs/studies.md)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from daemon.cli.exits import EXIT_OK, bad_input
+
+DEFAULT_TRACE = "../shared/traces/alibaba-gpu-v2023"
+
+
+def add_parser(sub: Any) -> None:
+    s = sub.add_parser(
+        "study",
+        help="trace-driven experiments (Alibaba GPU trace): timeline, inflation; each run an event log",
+        description="Run a study on a pod list of the Alibaba GPU trace v2023 and write its event log(s).",
+    )
+    modes = s.add_subparsers(dest="mode", required=True, metavar="MODE", help="timeline or inflation")
+    for name, text in (
+        ("timeline", "the trace's own arrivals and lifetimes on its nodes"),
+        (
+            "inflation",
+            "pods sampled with a seed arrive until GPU requests reach --ratio of capacity (Weng et al.)",
+        ),
+    ):
+        m = modes.add_parser(name, help=text, description=text)
+        m.add_argument("--trace", default=DEFAULT_TRACE, metavar="DIR|CSV", help="trace folder or pod list")
+        m.add_argument(
+            "--nodes", metavar="CSV", help="node list (default: openb_node_list_all_node.csv beside it)"
+        )
+        m.add_argument(
+            "--policy",
+            default="binpack",
+            help="binpack (Volcano's binpack-style configuration, examples/study/vgpu-binpack.yaml), "
+            "spread (Volcano's default configuration, vgpu-default.yaml) or fgd (vgpu-fgd.yaml); "
+            "with --conf, only the run's name (default binpack)",
+        )
+        m.add_argument(
+            "--engine",
+            default="core",
+            choices=("core", "fast"),
+            help="core (default): Fumarole's scheduler sessions under the Volcano configuration; "
+            "fast: the numpy study placer, seconds instead of tens of seconds but an APPROXIMATION of "
+            "the named configurations (it scores every feasible node where Volcano scores a rotating "
+            "window on clusters over 100 nodes, adds no deviceshare device score, its spread has no "
+            "balancedresource, its fgd chooses the card itself); exact only for "
+            "examples/study/vgpu-binpack-plugin.yaml on clusters of up to 100 nodes",
+        )
+        m.add_argument(
+            "--percentage-nodes-to-find",
+            type=int,
+            default=0,
+            metavar="PCT",
+            help="core engine: Volcano's scheduler flag of that name, the share of feasible nodes "
+            "scored per pod (default 0: Volcano's adaptive window, 38%% of 1,523 nodes from a "
+            "rotating start; 100: every node)",
+        )
+        m.add_argument(
+            "--conf",
+            metavar="SCHED.yaml",
+            help="core engine: a Volcano scheduler configuration instead of the --policy preset",
+        )
+        m.add_argument(
+            "--out", required=True, metavar="RUN.db|DIR", help="the event log to write (must not exist)"
+        )
+        if name == "inflation":
+            m.add_argument("--seeds", default="42", help="seeds, e.g. 42 or 42-51 (one log per seed in DIR)")
+            m.add_argument("--ratio", type=float, default=1.3, help="GPU requests / capacity (default 1.3)")
+        else:
+            m.add_argument("--period", type=int, default=60, help="seconds between cycles (default 60)")
+        m.set_defaults(func=cmd_study)
+
+
+def _seeds(text: str) -> list[int]:
+    if "-" in text:
+        a, b = text.split("-", 1)
+        return list(range(int(a), int(b) + 1))
+    return [int(x) for x in text.split(",") if x.strip()]
+
+
+def _engine(args: argparse.Namespace) -> Any:
+    """The core engine's configuration (an Engine), None for the fast placer, or an error text."""
+    from daemon.scheduler.framework.conf import ConfError, parse_conf
+    from daemon.study.confs import PRESETS, preset_text
+    from daemon.study.placement import POLICIES
+    from daemon.study.runs import Engine
+
+    if args.engine == "fast":
+        if args.conf:
+            return "--conf: the fast engine has no scheduler configuration (use --engine core)"
+        if args.policy not in POLICIES:
+            return f"--policy: unknown policy {args.policy!r} (known: {', '.join(POLICIES)})"
+        return None
+    if args.conf:
+        path = Path(args.conf)
+        try:
+            text = path.read_text()
+        except (OSError, UnicodeDecodeError) as e:
+            return f"--conf: cannot read {path}: {e}"
+        name = str(path)
+    else:
+        if args.policy not in PRESETS:
+            return f"--policy: unknown policy {args.policy!r} (known: {', '.join(PRESETS)})"
+        text = preset_text(args.policy)
+        name = f"examples/study/{PRESETS[args.policy][0]}"
+    try:
+        conf = parse_conf(text)
+    except (ConfError, ValueError) as e:
+        return f"--conf: {name}: {e}"
+    if not 0 <= args.percentage_nodes_to_find <= 100:
+        return "--percentage-nodes-to-find: must be 0 to 100"
+    return Engine(conf, name, text, args.percentage_nodes_to_find)
+
+
+def cmd_study(args: argparse.Namespace) -> int:
+    from daemon.study.runs import Engine, inflation_log, timeline_log
+    from daemon.study.trace import TraceError, pod_file, read_nodes, read_pods
+
+    engine = _engine(args)
+    if isinstance(engine, str):
+        return bad_input(engine)
+    assert engine is None or isinstance(engine, Engine)
+    if args.policy != Path(args.policy).name or not args.policy:
+        return bad_input(f"--policy: {args.policy!r} cannot name a run (no slashes)")
+    try:
+        seeds = _seeds(args.seeds) if args.mode == "inflation" else []
+    except ValueError:
+        return bad_input(f"--seeds: expected N, N,M or N-M, got {args.seeds!r}")
+    if args.mode == "inflation" and not args.ratio > 0:
+        return bad_input("--ratio: must be positive")
+    if args.mode == "timeline" and args.period <= 0:
+        return bad_input("--period: must be a positive number of seconds")
+    out = Path(args.out)
+    if out.exists():
+        return bad_input(f"--out: {out} exists (a study writes a new log)")
+    many = len(seeds) > 1
+    if not out.parent.is_dir():
+        return bad_input(f"--out: the directory {out.parent} does not exist")
+    try:
+        pf = pod_file(Path(args.trace))
+        pods = read_pods(pf)
+        nodes = read_nodes(Path(args.nodes) if args.nodes else pf.parent / "openb_node_list_all_node.csv")
+    except TraceError as e:
+        return bad_input(str(e))
+
+    def progress(line: str) -> None:
+        print(line, file=sys.stderr, flush=True)
+
+    t = time.monotonic()
+    if args.mode == "timeline":
+        log, summary = timeline_log(
+            nodes,
+            pods,
+            args.policy,
+            period_s=args.period,
+            trace_name=pf.name,
+            progress=progress,
+            engine=engine,
+        )
+        n = log.write(out)
+        print(
+            f"timeline {args.policy} ({args.engine}): {summary.pods} pods, {summary.placed} placed, "
+            f"{summary.unplaced} never placed; "
+            f"{n} events in {out} ({time.monotonic() - t:.1f}s)"
+        )
+        return EXIT_OK
+    if many:
+        out.mkdir(parents=True)
+    for seed in seeds:
+        path = out / f"{args.policy}-seed{seed}.db" if many else out
+        log = inflation_log(
+            nodes,
+            pods,
+            args.policy,
+            seed=seed,
+            ratio=args.ratio,
+            trace_name=pf.name,
+            progress=progress,
+            engine=engine,
+        )
+        n = log.write(path)
+        took = time.monotonic() - t
+        print(f"inflation {args.policy} ({args.engine}) seed {seed}: {n} events in {path} ({took:.1f}s)")
+    return EXIT_OK

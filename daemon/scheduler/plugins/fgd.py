@@ -1,0 +1,175 @@
+"""The fgd plugin (beyond Volcano, opt-in): fragmentation gradient descent node scoring for GPU pods.
+
+From "Beware of Fragmentation" (Weng et al., USENIX ATC 2023). A node is scored for a task by how
+much placing the task there changes the node's GPU fragmentation against the session's typical
+workload (`fgd_fragmentation`): score = floor(100 * sigmoid((before - after) / 1000)) * fgd.weight,
+taking for a shared-GPU task the card that grows fragmentation least. Tasks that ask no vGPU score
+0 everywhere (Volcano's other scorers decide). The node's cards are the deviceshare vGPU cards
+(`volcano.sh/node-vgpu-register`); their use is read from the tasks on the node
+(`volcano.sh/vgpu-ids-new`, on the pod or recorded by this session's allocations), so the plugin
+needs `deviceshare.VGPUEnable` and the predicates plugin to allocate cards. The typical workload is
+every task of the session's jobs (shape: cpu, cards, cores x 10 milli; GPU-model constraints are
+not read). Arguments: `fgd.weight` (default 1).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from daemon.scheduler.framework import combinators as cb
+from daemon.scheduler.framework.conf import arg_int
+from daemon.scheduler.framework.nodetable import BoolArray, FloatArray, IntArray, NodeTable
+from daemon.scheduler.framework.session import Session
+from daemon.scheduler.model.node import NodeInfo
+from daemon.scheduler.model.task import TaskInfo, TaskStatus
+from daemon.scheduler.plugins.deviceshare_vgpu import (
+    ASSIGNED_IDS,
+    REGISTER,
+    VGPU_CORES,
+    VGPU_NUMBER,
+    decode_node_devices,
+    decode_pod_devices,
+)
+from daemon.scheduler.plugins.fgd_fragmentation import PodShape, node_fragmentation, typical_workload
+
+NAME = "fgd"
+WEIGHT = "fgd.weight"
+_IDLE_STATUSES = (TaskStatus.PIPELINED, TaskStatus.RELEASING)
+
+
+def task_gpu(task: TaskInfo) -> tuple[int, int]:
+    """(cards, milli per card) the task asks through vGPU limits; (0, 0) for none."""
+    cards = 0
+    milli = 0
+    for c in task.pod.extended_resources:
+        if c.init:
+            continue
+        n = c.limit(VGPU_NUMBER)
+        if n is None:
+            continue
+        cards += int(n)
+        milli = int(c.limit_or_request(VGPU_CORES) or 100) * 10
+    return cards, milli
+
+
+class FgdPlugin:
+    name = NAME
+
+    def __init__(self, arguments: dict[str, Any]) -> None:
+        self.weight = arg_int(arguments, WEIGHT, 1)
+        self.typical: Any = None
+        self.table: NodeTable | None = None
+        # Per row: milli left on each card, whether the node has vGPU cards, the stamp read at.
+        self._left: IntArray = np.zeros((0, 1), dtype=np.int64)
+        self._has: BoolArray = np.zeros(0, dtype=np.bool_)
+        self._stamp: IntArray = np.zeros(0, dtype=np.int64)
+
+    def node_cards(self, node: NodeInfo) -> list[int] | None:
+        """Milli left on each registered card of the node, None for a node without vGPU cards."""
+        text = node.facts.annotations.get(REGISTER)
+        decoded = decode_node_devices(text) if text else None
+        if decoded is None or not decoded[0]:
+            return None
+        cards = decoded[0]
+        order = sorted(cards)
+        uuids = [cards[i].uuid for i in order]
+        left = [1000] * len(order)
+        for t in node.tasks.values():
+            if t.status in _IDLE_STATUSES:
+                continue
+            ids = t.bind_annotations.get(ASSIGNED_IDS) or t.pod.annotations.get(ASSIGNED_IDS)
+            for devs in decode_pod_devices(ids or ""):
+                for d in devs:
+                    for k, u in enumerate(uuids):
+                        if u in d.uuid:
+                            left[k] -= d.usedcores * 10
+                            break
+        return left
+
+    def score(self, task: TaskInfo, node: NodeInfo) -> float:
+        """The node's score alone (the batch score on its row)."""
+        return float(self.score_batch(task, np.array([node.index], dtype=np.int64))[0])
+
+    def _cards(self, rows: IntArray) -> tuple[IntArray, BoolArray]:
+        """Milli left on each card of the rows (zero-padded) and which rows have vGPU cards.
+
+        A row's cards are read again (`node_cards`) only when its stamp moved since."""
+        table = self.table
+        assert table is not None
+        version = table.version[rows]
+        stale = np.flatnonzero(self._stamp[rows] != version)
+        for k in stale:
+            row = int(rows[k])
+            left = self.node_cards(table.nodes[row])
+            if left is not None and len(left) > self._left.shape[1]:
+                wider = np.zeros((len(self._left), len(left)), dtype=np.int64)
+                wider[:, : self._left.shape[1]] = self._left
+                self._left = wider
+            self._left[row] = 0
+            if left is not None:
+                self._left[row, : len(left)] = left
+            self._has[row] = left is not None
+            self._stamp[row] = version[k]
+        return self._left[rows], self._has[rows]
+
+    def score_batch(self, task: TaskInfo, rows: IntArray) -> FloatArray:
+        """Scores of the node rows: floor(100 * sigmoid((before - after) / 1000)) x weight, after
+        the best card for a shared GPU (the first `cards` cards with room for whole GPUs)."""
+        out: FloatArray = np.zeros(len(rows))
+        cards, milli = task_gpu(task)
+        if cards == 0 or self.typical is None or self.table is None or len(rows) == 0:
+            return out
+        left, has = self._cards(rows)
+        cpu_col = self.table.col["cpu"]
+        cpu = self.table.idle[rows, cpu_col].astype(np.int64)
+        before = self._frag(cpu, left)
+        cpu_after = cpu - int(task.resreq.cpu)
+        fits = left >= milli
+        if cards == 1 and milli < 1000:
+            r_idx, k_idx = np.nonzero(fits & has[:, None])
+            if len(r_idx) == 0:
+                return out
+            states = left[r_idx].copy()
+            states[np.arange(len(r_idx)), k_idx] -= milli
+            after_c = self._frag(cpu_after[r_idx], states)
+            after = np.full(len(rows), np.inf)
+            np.minimum.at(after, r_idx, after_c)
+            scored = np.isfinite(after)
+        else:
+            take = fits & (np.cumsum(fits, axis=1) <= cards)
+            after = self._frag(cpu_after, left - milli * take)
+            scored = has
+        growth = np.where(scored, after - before, 0.0)
+        score = np.floor(100.0 / (1.0 + np.exp(growth / 1000.0))) * self.weight
+        out[scored] = score[scored]
+        return out
+
+    def _frag(self, cpu: IntArray, gpu: IntArray) -> FloatArray:
+        n = len(cpu)
+        return node_fragmentation(cpu, gpu, np.zeros(n, dtype=np.int64), self.typical)
+
+    def on_session_open(self, ssn: Session) -> None:
+        shapes = []
+        for job in ssn.jobs.values():
+            for t in job.tasks.values():
+                cards, milli = task_gpu(t)
+                shapes.append(PodShape(int(t.resreq.cpu), cards, milli if cards else 0))
+        self.typical = typical_workload(shapes, 1.0).arrays({}) if shapes else None
+        table = ssn.table
+        self.table = table
+        n = len(table.nodes)
+        self._left = np.zeros((n, 1), dtype=np.int64)
+        self._has = np.zeros(n, dtype=np.bool_)
+        self._stamp = np.full(n, -1, dtype=np.int64)
+        if self.weight != 0:
+            ssn.register(cb.NODE_ORDER, NAME, self.score, self.score_batch)
+
+    def on_session_close(self, ssn: Session) -> None:
+        self.typical = None
+        self.table = None
+
+
+def new(arguments: dict[str, Any]) -> FgdPlugin:
+    return FgdPlugin(arguments)

@@ -1,0 +1,140 @@
+"""GPU fragmentation as "Beware of Fragmentation" (Weng et al., USENIX ATC 2023) defines it.
+
+A node's idle GPU capacity is judged against a *typical workload*: a distribution of pod shapes
+(cpu, number of GPUs, share of each GPU, acceptable GPU models) with popularities p_s summing to 1.
+For one shape, the node's fragment is
+  * all its idle GPU milli, if the shape cannot run there at all (lacks cpu, lacks GPU room, wrong
+    GPU model) or asks for no GPU (idle GPUs are useless to a CPU-only pod);
+  * else the idle milli of the cards too small for the shape's per-GPU share.
+The node's fragmentation is the popularity-weighted sum; the cluster's is the sum over nodes.
+This is the paper's simulator's `NodeGpuShareFragAmountScore` (kubernetes-scheduler-simulator
+pkg/utils/frag.go): fragment amount except the "Q3 satisfied" part.
+
+FGD scores a node for a pod by how much placing the pod lowers (or least raises) the node's
+fragmentation. Everything here is pure: numpy over nodes, no session, no I/O.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+__all__ = [
+    "MILLI",
+    "PodShape",
+    "TypicalWorkload",
+    "node_fragmentation",
+    "typical_workload",
+]
+
+MILLI = 1000
+IntArray = npt.NDArray[np.int64]
+FloatArray = npt.NDArray[np.float64]
+
+
+@dataclass(frozen=True, slots=True, order=True)
+class PodShape:
+    """What fragmentation looks at in a pod: cpu milli, GPUs, milli of each GPU, acceptable models."""
+
+    cpu_milli: int
+    num_gpu: int
+    gpu_milli: int
+    models: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class TypicalWorkload:
+    """Pod shapes with their popularity (summing to 1), most popular first."""
+
+    shapes: tuple[PodShape, ...]
+    popularity: tuple[float, ...]
+
+    def arrays(
+        self, model_ids: dict[str, int]
+    ) -> tuple[IntArray, IntArray, IntArray, FloatArray, npt.NDArray[np.bool_]]:
+        """cpu, gpus, milli, popularity (S) and access (S x models+1: column 0 = a node without model)."""
+        s = len(self.shapes)
+        access = np.ones((s, len(model_ids) + 1), dtype=bool)
+        for i, sh in enumerate(self.shapes):
+            if sh.models:
+                access[i, :] = False
+                for m in sh.models:
+                    if m in model_ids:
+                        access[i, model_ids[m]] = True
+        return (
+            np.array([x.cpu_milli for x in self.shapes], dtype=np.int64),
+            np.array([x.num_gpu for x in self.shapes], dtype=np.int64),
+            np.array([x.gpu_milli for x in self.shapes], dtype=np.int64),
+            np.array(self.popularity, dtype=np.float64),
+            access,
+        )
+
+
+def typical_workload(
+    shapes: Iterable[PodShape], popularity_threshold: float = 0.95, step: int = 10
+) -> TypicalWorkload:
+    """The paper's simulator's GetTypicalPods: the most frequent shapes, taken `step` at a time
+    until they cover `popularity_threshold` of the pods, renormalised to sum to 1.
+
+    Ties in frequency are ordered by the shape itself (the simulator's order there is Go's sort of
+    a map's entries, not stable); CPU-only pods are included (its default, isInvolvedCpuPods)."""
+    counts = Counter(shapes)
+    total = sum(counts.values())
+    if total == 0:
+        return TypicalWorkload((), ())
+    ranked = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))
+    taken = 0
+    covered = 0
+    while covered < popularity_threshold * total and taken < len(ranked):
+        nxt = min(len(ranked), taken + step)
+        covered += sum(c for _, c in ranked[taken:nxt])
+        taken = nxt
+    kept = ranked[:taken]
+    return TypicalWorkload(tuple(s for s, _ in kept), tuple(c / covered for _, c in kept))
+
+
+def node_fragmentation(
+    cpu_left: IntArray,
+    gpu_left: IntArray,
+    model: IntArray,
+    typical: tuple[IntArray, IntArray, IntArray, FloatArray, npt.NDArray[np.bool_]],
+) -> FloatArray:
+    """Fragmentation (GPU milli) of N nodes: cpu_left (N), gpu_left (N x cards, 0 for a missing
+    card), model (N, column of the access table), typical = TypicalWorkload.arrays(...)."""
+    cpu, ngpu, milli, pop, access = typical
+    total = gpu_left.sum(axis=1).astype(np.float64)  # N
+    if len(pop) == 0:
+        return np.zeros(len(total))
+    # For each shape: how many cards can take its share, and the idle milli of those that cannot.
+    fits = gpu_left[:, :, None] >= milli[None, None, :]  # N x C x S
+    count_fit = fits.sum(axis=1)  # N x S
+    small = np.where(fits, 0, gpu_left[:, :, None]).sum(axis=1).astype(np.float64)  # N x S
+    satisfied = (
+        (milli[None, :] > 0)
+        & access[:, model].T
+        & (cpu_left[:, None] >= cpu[None, :])
+        & (count_fit >= ngpu[None, :])
+    )
+    per_shape = np.where(satisfied, small, total[:, None])
+    out: FloatArray = per_shape @ pop
+    return out
+
+
+def fragmentation_of(
+    nodes: Sequence[tuple[int, Sequence[int], str]], typical: TypicalWorkload
+) -> list[float]:
+    """Fragmentation of nodes given as (cpu milli left, milli left of each card, GPU model): a
+    convenience over `node_fragmentation` for small hand-made cases."""
+    models = sorted({m for _, _, m in nodes if m} | {m for s in typical.shapes for m in s.models})
+    ids = {m: i + 1 for i, m in enumerate(models)}
+    width = max([len(g) for _, g, _ in nodes] + [1])
+    gpu = np.zeros((len(nodes), width), dtype=np.int64)
+    for i, (_, g, _) in enumerate(nodes):
+        gpu[i, : len(g)] = g
+    cpu = np.array([c for c, _, _ in nodes], dtype=np.int64)
+    model = np.array([ids.get(m, 0) for _, _, m in nodes], dtype=np.int64)
+    return [float(x) for x in node_fragmentation(cpu, gpu, model, typical.arrays(ids))]

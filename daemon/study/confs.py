@@ -1,0 +1,56 @@
+"""The named scheduler configurations of the studies' core engine (the texts of examples/study/*.yaml).
+
+`binpack`: Volcano's binpack-style configuration (deviceshare vGPU with binpack card order and
+device score, the binpack plugin); `spread`: Volcano's default configuration (nodeorder's
+leastrequested) with deviceshare vGPU in spread card order; `fgd`: the binpack one with the fgd
+plugin (beyond Volcano) scoring nodes in place of binpack.
+"""
+
+from __future__ import annotations
+
+__all__ = ["PRESETS", "preset_text"]
+
+_HEAD = """actions: "enqueue, allocate, backfill"
+tiers:
+- plugins:
+  - name: priority
+  - name: gang
+"""
+_VGPU_BINPACK = """  - name: deviceshare
+    arguments:
+      deviceshare.VGPUEnable: true
+      deviceshare.SchedulePolicy: binpack
+      deviceshare.ScheduleWeight: 10
+"""
+_BINPACK_TIERS = """  - name: conformance
+- plugins:
+  - name: drf
+  - name: predicates
+  - name: proportion
+"""
+
+PRESETS: dict[str, tuple[str, str]] = {
+    # name -> (file under examples/study, text without its comment header)
+    "binpack": (
+        "vgpu-binpack.yaml",
+        _HEAD
+        + _BINPACK_TIERS
+        + _VGPU_BINPACK
+        + "  - name: binpack\n    arguments:\n      binpack.resources: volcano.sh/vgpu-cores\n",
+    ),
+    "spread": (
+        "vgpu-default.yaml",
+        _HEAD
+        + "- plugins:\n  - name: drf\n  - name: predicates\n  - name: proportion\n  - name: nodeorder\n"
+        + "  - name: deviceshare\n    arguments:\n      deviceshare.VGPUEnable: true\n"
+        + "      deviceshare.SchedulePolicy: spread\n",
+    ),
+    "fgd": (
+        "vgpu-fgd.yaml",
+        _HEAD + _BINPACK_TIERS + _VGPU_BINPACK + "  - name: fgd\n    arguments:\n      fgd.weight: 10\n",
+    ),
+}
+
+
+def preset_text(name: str) -> str:
+    return PRESETS[name][1]

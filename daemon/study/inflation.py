@@ -1,0 +1,53 @@
+"""The inflation experiment of "Beware of Fragmentation" (Weng et al., ATC'23), on the study placer.
+
+The workload is the pod list itself plus pods drawn from it with replacement (seeded) until the
+GPUs requested would pass `ratio` (1.3) times the cluster's GPU capacity (the paper's simulator's
+`tuneUpPods`), shuffled with the same seed (its `--shuffle-pod`). Pods arrive one at a time and
+never leave; each is placed at once or fails for good (`daemon.study.runs.inflation_log`).
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Sequence
+from dataclasses import replace
+
+from daemon.scheduler.plugins.fgd_fragmentation import PodShape, TypicalWorkload, typical_workload
+from daemon.study.trace import TracePod
+
+__all__ = ["TYPICAL_THRESHOLD", "inflation_workload", "shape_of", "typical_of"]
+
+
+def shape_of(pod: TracePod) -> PodShape:
+    return PodShape(pod.cpu_milli, pod.num_gpu, pod.gpu_milli, pod.gpu_spec)
+
+
+TYPICAL_THRESHOLD = 1.0
+
+
+def typical_of(pods: Sequence[TracePod], threshold: float = TYPICAL_THRESHOLD) -> TypicalWorkload:
+    """The typical workload FGD and the fragmentation metric judge against: the pod list's shapes,
+    CPU-only pods included. The paper's simulator keeps the most popular shapes covering 95% of the
+    pods; Fumarole keeps them all by default (measured better here: docs/studies.md)."""
+    return typical_workload((shape_of(p) for p in pods), threshold)
+
+
+def inflation_workload(
+    pods: Sequence[TracePod], gpu_capacity_milli: int, ratio: float, seed: int
+) -> list[TracePod]:
+    """The trace's pods plus seeded draws until `ratio` x capacity, shuffled; draws are renamed
+    `<name>-tuned-<i>` as in the paper's simulator."""
+    rng = random.Random(seed)
+    out = list(pods)
+    requested = sum(p.total_gpu_milli for p in out)
+    target = ratio * gpu_capacity_milli
+    i = 0
+    while True:
+        pick = pods[rng.randrange(len(pods))]
+        if requested + pick.total_gpu_milli > target:
+            break
+        requested += pick.total_gpu_milli
+        out.append(replace(pick, name=f"{pick.name}-tuned-{i}"))
+        i += 1
+    rng.shuffle(out)
+    return out

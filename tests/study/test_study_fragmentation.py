@@ -1,0 +1,87 @@
+"""GPU fragmentation (Weng et al.) on hand-computed cases, the typical workload, and FGD's choices."""
+
+from __future__ import annotations
+
+import pytest
+
+from daemon.scheduler.plugins.fgd_fragmentation import (
+    PodShape,
+    TypicalWorkload,
+    fragmentation_of,
+    typical_workload,
+)
+from daemon.study.placement import Cluster
+from daemon.study.trace import TraceNode, TracePod
+
+HALF = PodShape(1000, 1, 500)
+WHOLE = PodShape(1000, 1, 1000)
+TWO = PodShape(1000, 2, 1000)
+CPU = PodShape(4000, 0, 0)
+
+
+def test_one_shape_counts_cards_too_small_for_it() -> None:
+    t = TypicalWorkload((HALF,), (1.0,))
+    # cards with 300 and 200 left cannot take 500: 500 milli of fragment; the 1000 card can.
+    assert fragmentation_of([(8000, [300, 1000, 200], "")], t) == [500.0]
+    # no card can take it: every idle milli is fragment.
+    assert fragmentation_of([(8000, [300, 200], "")], t) == [500.0]
+    # it fits and no card is too small.
+    assert fragmentation_of([(8000, [1000, 500], "")], t) == [0.0]
+
+
+def test_lacking_cpu_model_or_cards_make_all_idle_gpu_fragment() -> None:
+    t = TypicalWorkload((TWO,), (1.0,))
+    assert fragmentation_of([(8000, [1000, 1000], "")], t) == [0.0]
+    assert fragmentation_of([(8000, [1000, 600], "")], t) == [1600.0]  # only one whole card
+    assert fragmentation_of([(500, [1000, 1000], "")], t) == [2000.0]  # lacks cpu
+    spec = TypicalWorkload((PodShape(1000, 1, 1000, ("V100",)),), (1.0,))
+    assert fragmentation_of([(8000, [1000], "T4"), (8000, [1000], "V100")], spec) == [1000.0, 0.0]
+
+
+def test_cpu_only_pods_see_every_idle_gpu_as_fragment_and_weights_add() -> None:
+    t = TypicalWorkload((HALF, CPU), (0.75, 0.25))
+    # HALF: 300 (the 300 card); CPU: all 1300 idle. 0.75 * 300 + 0.25 * 1300 = 550
+    assert fragmentation_of([(8000, [300, 1000], "")], t) == [pytest.approx(550.0)]
+    assert fragmentation_of([(8000, [], "")], t) == [0.0]  # no GPU, no fragment
+
+
+def test_typical_workload_takes_popular_shapes_in_steps() -> None:
+    shapes = [HALF] * 6 + [WHOLE] * 3 + [CPU]
+    t = typical_workload(shapes, popularity_threshold=0.8, step=1)
+    assert t.shapes == (HALF, WHOLE) and t.popularity == pytest.approx((6 / 9, 3 / 9))
+    assert typical_workload(shapes, 1.0).shapes == (HALF, WHOLE, CPU)
+
+
+def _pod(name: str, gpus: int, milli: int, cpu: int = 1000) -> TracePod:
+    return TracePod(name, cpu, 1024, gpus, milli, (), "LS", "Running", 0, 10, 0)
+
+
+def test_fgd_fills_the_partly_used_card_binpack_and_spread_follow_volcano() -> None:
+    nodes = [TraceNode("a", 32000, 65536, 2, "T4"), TraceNode("b", 32000, 65536, 2, "T4")]
+    pods = [_pod("x", 1, 400), _pod("y", 1, 600)]
+    typical = typical_workload([PodShape(1000, 1, 400), PodShape(1000, 1, 600)], 1.0)
+    for policy, expect in (("fgd", ("b", (0,))), ("binpack", ("b", (0,))), ("spread", ("a", (0,)))):
+        c = Cluster(nodes, policy, typical)
+        where = c.place(pods[0])
+        assert where is not None
+        c.bind(pods[0], type(where)(1, (0,)))  # x runs on b, card 0 (600 left)
+        got = c.place(pods[1])
+        assert got is not None and (c.names[got.node], got.cards) == expect, policy
+    c = Cluster(nodes, "fgd", typical)
+    assert c.fragmentation() == 0.0
+    c.bind(
+        pods[1], type(where)(0, (1,))
+    )  # a: cards 1000, 400 -> 400 too small for the 600 shape (weight 1/2)
+    assert c.fragmentation() == pytest.approx(200.0)
+
+
+def test_inflation_workload_keeps_every_pod_and_draws_up_to_the_ratio() -> None:
+    from daemon.study.inflation import inflation_workload
+
+    pods = [_pod("a", 1, 1000), _pod("b", 1, 500), _pod("c", 0, 0)]
+    w = inflation_workload(pods, gpu_capacity_milli=10_000, ratio=1.3, seed=7)
+    assert w == inflation_workload(pods, 10_000, 1.3, 7) != inflation_workload(pods, 10_000, 1.3, 8)
+    assert {"a", "b", "c"} <= {p.name for p in w}
+    assert all(p.name.split("-tuned-")[0] in "abc" for p in w)
+    total = sum(p.total_gpu_milli for p in w)
+    assert 13_000 - 1000 < total <= 13_000  # the next draw would have passed 130% of capacity
