@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections import OrderedDict
 from typing import Any
 
 import numpy as np
@@ -12,22 +11,11 @@ from daemon.scheduler.framework.conf import arg_int
 from daemon.scheduler.framework.nodetable import FloatArray, IntArray
 from daemon.scheduler.framework.session import Session
 from daemon.scheduler.model.node import NodeInfo
-from daemon.scheduler.model.resources import CPU, MEMORY, Resource
+from daemon.scheduler.model.resources import CPU, MEMORY
 from daemon.scheduler.model.task import TaskInfo
 
 NAME = "binpack"
 MAX_NODE_SCORE = 100
-MEMO_SIZE = 256
-
-
-class RowScores:
-    """Per-row scores of one request, each valid while its row's table version is unchanged."""
-
-    __slots__ = ("stamp", "value")
-
-    def __init__(self, n: int) -> None:
-        self.stamp: IntArray = np.full(n, -1, dtype=np.int64)
-        self.value: FloatArray = np.zeros(n)
 
 
 def weights_from(arguments: dict[str, Any]) -> tuple[int, dict[str, int]]:
@@ -99,10 +87,11 @@ class BinpackPlugin:
         def node_order(task: TaskInfo, node: NodeInfo) -> float:
             return binpack_score(task, node, weight, per)
 
-        def compute(req: Resource, rows: IntArray) -> FloatArray:
+        def batch(task: TaskInfo, rows: IntArray) -> FloatArray:
             score = np.zeros(len(rows))
             wsum = 0
             overflow = np.zeros(len(rows), dtype=np.bool_)
+            req = task.resreq
             for rn in req.resource_names():
                 request = req.get(rn)
                 w = per.get(rn)
@@ -134,35 +123,6 @@ class BinpackPlugin:
             score *= float(MAX_NODE_SCORE * weight)
             score[overflow] = 0.0
             return score
-
-        # Scores per request, each row's valid while its table version is unchanged: a row's
-        # score reads only its own used and allocatable figures (every step is elementwise, so
-        # a row scored in a smaller batch gets the same float), and an allocation changes one row.
-        memos: OrderedDict[tuple[tuple[str, float], ...], RowScores] = OrderedDict()
-        keys: dict[int, tuple[Resource, tuple[tuple[str, float], ...]]] = {}
-        version = table.version
-
-        def batch(task: TaskInfo, rows: IntArray) -> FloatArray:
-            req = task.resreq
-            hit = keys.get(id(req))
-            if hit is not None and hit[0] is req:
-                key = hit[1]
-            else:
-                key = tuple((rn, req.get(rn)) for rn in req.resource_names())
-                keys[id(req)] = (req, key)
-            memo = memos.get(key)
-            if memo is None:
-                memo = memos[key] = RowScores(len(version))
-                if len(memos) > MEMO_SIZE:
-                    memos.popitem(last=False)
-            else:
-                memos.move_to_end(key)
-            if (memo.stamp[rows] != version[rows]).any():
-                stale = (memo.stamp != version).nonzero()[0]
-                memo.value[stale] = compute(req, stale)
-                memo.stamp[stale] = version[stale]
-            out: FloatArray = memo.value[rows]
-            return out
 
         ssn.register(cb.NODE_ORDER, NAME, node_order, batch)
 
