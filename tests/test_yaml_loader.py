@@ -221,3 +221,25 @@ def test_json_as_json_loads(text: str) -> None:
 def test_json_syntax_error_names_line_and_column() -> None:
     with pytest.raises(ManifestError, match=r"x\.json: line 2, column 14: JSON syntax error"):
         _decode_json('{"kind": "Node",\n "metadata": }', "x.json")
+
+
+@pytest.mark.parametrize(
+    "value",
+    ["abc", "", "~", "null", "yes", "No", "1", "0x1f", "0755", "1.5", ".inf", "2020-01-02", "<<", "="],
+)
+@pytest.mark.parametrize("implicit", [(True, False), (False, True), (False, False)])
+def test_the_parsers_resolver_hooks_answer_as_safe_loaders(value: str, implicit: tuple[bool, bool]) -> None:
+    """The loader's own resolve (a closure without path look-ups) gives SafeLoader's tags."""
+    from yaml.nodes import MappingNode, ScalarNode, SequenceNode
+
+    from daemon.manifests.yaml_loader import ManifestLoader
+
+    ours, safe = ManifestLoader(""), yaml.SafeLoader("")
+    assert "resolve" in vars(ours)  # the per-instance fast hooks are in place
+    for kind in (ScalarNode, SequenceNode, MappingNode):
+        v = value if kind is ScalarNode else None
+        assert ours.resolve(kind, v, implicit) == safe.resolve(kind, v, implicit)
+        assert ours.resolve(kind, v, implicit) == safe.resolve(kind, v, implicit)  # remembered
+    ours.descend_resolver(None, None)
+    ours.ascend_resolver()
+    ours.dispose()

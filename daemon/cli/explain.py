@@ -15,7 +15,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from daemon.cli.exits import EXIT_OK, bad_input
-from store.backend import describe_db
 
 if TYPE_CHECKING:  # annotations only: `fumarole schedule` need not import the API's types
     from api.types import JobDetail, JobHistory
@@ -72,6 +71,8 @@ def cmd_explain(args: argparse.Namespace) -> int:
     except LogError as e:
         return bad_input(str(e))
     if detail is None:
+        from store.backend import describe_db  # asyncpg and asyncio: not on other commands' start-up
+
         print(f"fumarole: job {ns}/{name} is not known in {describe_db(args.db)}", file=sys.stderr)
         return EXIT_UNKNOWN
     if args.format == "json":

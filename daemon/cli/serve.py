@@ -19,7 +19,6 @@ from typing import Any
 
 from daemon.cli.exits import EXIT_BAD_INPUT, EXIT_OK, bad_input
 from daemon.runtime.listen import ListenError, bind_error, bind_listen
-from store.backend import describe_db
 
 __all__ = ["add_parser", "cmd_serve"]
 
@@ -144,6 +143,7 @@ async def _serve(
 
     from api.app import build_app
     from daemon.runtime.api_view import ReadOnlyView
+    from store.backend import describe_db  # imported here: asyncpg is not on other commands' start-up
 
     if worker_of:
         signal.signal(signal.SIGINT, signal.SIG_IGN)  # a terminal's ^C reaches the supervisor too
@@ -231,6 +231,8 @@ def _supervise(db: str, host: str, port: int, workers: int, jaeger_url: str) -> 
     import signal
     import subprocess
     import time
+
+    from store.backend import describe_db
 
     try:
         reserved = _reserve_port(host, port)

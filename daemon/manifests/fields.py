@@ -174,6 +174,36 @@ class Doc:
         return dt.timestamp()
 
 
+def plain_quantities(v: Any) -> dict[str, Fraction] | None:
+    """`Doc.quantities` of a valid ResourceList without field paths; None where it could fail.
+
+    None (absent) is {} as there; anything `Doc.quantities` might refuse (not a plain mapping of
+    string keys to strings or numbers, a bad or negative quantity) gives None, so that the caller
+    goes the checked way and its error names the field.
+    """
+    if v is None:
+        return {}
+    if type(v) is not dict:
+        return None
+    for k in v:
+        if type(k) is not str:
+            return None
+    out: dict[str, Fraction] = {}
+    for k in sorted(v):
+        q = v[k]
+        kind = type(q)
+        if kind is not str and kind is not int and kind is not float:
+            return None
+        try:
+            value = _parsed_quantity(kind.__name__, q)
+        except QuantityError:
+            return None
+        if value < 0:
+            return None
+        out[k] = value
+    return out
+
+
 @functools.lru_cache(maxsize=4096)
 def _parsed_quantity(kind: str, q: str | int | float) -> Fraction:
     """parse_quantity, remembered per (type name, value): manifests repeat the same few quantities.

@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from daemon.manifests.fields import INT32_MAX, INT32_MIN, Doc, Obj, join
+from daemon.manifests.fields import INT32_MAX, INT32_MIN, Doc, Obj, join, plain_quantities
 from daemon.manifests.kinds import DEFAULT_SCHEDULER, TASK_PRIORITY_KEY, TASK_SPEC_KEY, preemptable
 from daemon.manifests.objects import Claims, Entry
 from daemon.manifests.pod_requests import Requests, volcano_request
@@ -61,7 +61,102 @@ class Pod:
 
 
 def parse_pod_spec(d: Doc, spec: Obj, path: str, scheduler_default: str) -> PodSpec:
-    """Everything the scheduler reads from a pod spec at `path`, validated."""
+    """Everything the scheduler reads from a pod spec at `path`, validated.
+
+    The common shape (containers with requests, limits and an image; the scalar fields as
+    strings) is read by `plain_pod_spec` without building field paths; anything else, and every
+    error, goes through `checked_pod_spec`, which names the field.
+    """
+    fast = plain_pod_spec(spec, scheduler_default)
+    if fast is not None:
+        return fast
+    return checked_pod_spec(d, spec, path, scheduler_default)
+
+
+# Spec fields `plain_pod_spec` leaves to `checked_pod_spec` when they hold anything.
+_NOT_PLAIN = (
+    "initContainers",
+    "resources",
+    "overhead",
+    "tolerations",
+    "schedulingGates",
+    "priority",
+    "nodeSelector",
+    "affinity",
+    "topologySpreadConstraints",
+)
+_PLAIN_STRINGS = ("schedulerName", "nodeName", "priorityClassName", "preemptionPolicy")
+
+
+def plain_pod_spec(spec: Obj, scheduler_default: str) -> PodSpec | None:
+    """`checked_pod_spec`'s result for a spec of the common, valid shape; None for any other.
+
+    No error is raised here: a value this path does not accept as it stands (another type, a bad
+    quantity, a field it leaves alone) sends the spec to `checked_pod_spec`, which accepts it or
+    names the field in its error.
+    """
+    for key in _NOT_PLAIN:
+        if spec.get(key) is not None:
+            return None
+    strings = []
+    for key in _PLAIN_STRINGS:
+        v = spec.get(key)
+        if v is None:
+            v = ""
+        elif type(v) is not str:
+            return None
+        strings.append(v)
+    containers = spec.get("containers")
+    reqs = Requests()
+    images: list[str] = []
+    if containers is not None:
+        if type(containers) is not list:
+            return None
+        for c in containers:
+            if type(c) is not dict or c.get("ports") is not None:
+                return None
+            for k in c:
+                if type(k) is not str:
+                    return None
+            image = c.get("image")
+            if image is not None:
+                if type(image) is not str:
+                    return None
+                if image:
+                    images.append(image)
+            res = c.get("resources")
+            if res is None:
+                reqs.containers.append(({}, {}))
+                continue
+            if type(res) is not dict:
+                return None
+            for k in res:
+                if type(k) is not str:
+                    return None
+            req = plain_quantities(res.get("requests"))
+            lim = plain_quantities(res.get("limits"))
+            if req is None or lim is None:
+                return None
+            reqs.containers.append((req, lim))
+    return PodSpec(
+        requests=reqs,
+        scheduler_name=strings[0] or scheduler_default,
+        node_name=strings[1],
+        priority=None,
+        priority_class_name=strings[2],
+        preemption_policy=strings[3],
+        node_selector={},
+        affinity={},
+        tolerations=(),
+        host_ports=(),
+        scheduling_gates=(),
+        images=tuple(images),
+        spread=(),
+    )
+
+
+def checked_pod_spec(d: Doc, spec: Obj, path: str, scheduler_default: str) -> PodSpec:
+    """`parse_pod_spec` field by field, every error naming its field's path."""
     reqs = Requests()
     host_ports: list[HostPort] = []
     images: list[str] = []

@@ -21,7 +21,8 @@ tests/test_yaml_loader.py checks `load_all` against `yaml.load_all(..., SafeLoad
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import operator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import yaml
@@ -44,6 +45,39 @@ class ManifestLoader(_Base):  # type: ignore[misc]
     def __init__(self, stream: Any) -> None:
         super().__init__(stream)
         self._plain_tags: dict[str, str] = {}
+        if not self.yaml_path_resolvers:
+            # The C parser calls these three for every node; without path resolvers (as in
+            # SafeLoader) the path hooks do nothing and `resolve` needs no attribute look-ups.
+            self.resolve = self._resolver_without_paths()  # type: ignore[method-assign,assignment]
+            self.descend_resolver = operator.is_  # any two arguments, nothing done (C call)
+            self.ascend_resolver = tuple  # no argument, nothing done (C call)
+
+    def _resolver_without_paths(self) -> Callable[[Any, Any, Any], Any]:
+        """`resolve` as below, for a loader without path resolvers, as one closure."""
+        plain_tags = self._plain_tags
+        known = plain_tags.get
+        base = super().resolve
+        scalar_tag, seq_tag, map_tag = (
+            self.DEFAULT_SCALAR_TAG,
+            self.DEFAULT_SEQUENCE_TAG,
+            self.DEFAULT_MAPPING_TAG,
+        )
+
+        def resolve(kind: Any, value: Any, implicit: Any) -> Any:
+            if kind is ScalarNode:
+                if not implicit[0]:
+                    return scalar_tag
+                tag = known(value)
+                if tag is None:
+                    tag = plain_tags[value] = base(kind, value, implicit)
+                return tag
+            if kind is MappingNode:
+                return map_tag
+            if kind is SequenceNode:
+                return seq_tag
+            return base(kind, value, implicit)
+
+        return resolve
 
     def resolve(self, kind: Any, value: Any, implicit: Any) -> Any:
         if kind is ScalarNode and not self.yaml_path_resolvers:
