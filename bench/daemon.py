@@ -205,12 +205,23 @@ def _profiled(enabled: bool, label: str, top: int) -> Iterator[None]:
     if not enabled:
         yield
         return
+    # The session runs in a worker thread (anyio.to_thread.run_sync), which cProfile does not
+    # see: while profiling it runs inline on the event loop's thread.
+    import anyio.to_thread
+
+    threaded = anyio.to_thread.run_sync
+
+    async def inline(fn: Any, *args: Any, **_kw: Any) -> Any:
+        return fn(*args)
+
+    anyio.to_thread.run_sync = inline  # type: ignore[assignment]
     prof = cProfile.Profile()
     prof.enable()
     try:
         yield
     finally:
         prof.disable()
+        anyio.to_thread.run_sync = threaded  # type: ignore[assignment]
         print(f"== cProfile: {label} (cumulative, top {top})", file=sys.stderr)
         pstats.Stats(prof, stream=sys.stderr).sort_stats("cumulative").print_stats(top)
         print(f"== cProfile: {label} (own time, top {top})", file=sys.stderr)

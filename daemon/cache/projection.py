@@ -106,8 +106,8 @@ class Projection(ProjectionState):
         self._generation = 0
         self._last: tuple[int, ClusterSnapshot, list[str]] | None = None
         self._task_cache: dict[Key, tuple[TaskInfo, Any, Any, TaskInfo]] = {}
-        self._node_cache: dict[str, tuple[Any, tuple[int, ...], tuple[TaskInfo, ...], NodeInfo]] = {}
-        self._job_cache: dict[str, tuple[Any, Any, int, tuple[int, ...], tuple[TaskInfo, ...], JobInfo]] = {}
+        self._node_cache: dict[str, tuple[Any, tuple[TaskInfo, ...], NodeInfo]] = {}
+        self._job_cache: dict[str, tuple[Any, Any, int, tuple[TaskInfo, ...], JobInfo]] = {}
 
     # ------------------------------------------------------------------------- reads
     def explanations(self) -> dict[str, JobExplained]:
@@ -296,6 +296,7 @@ class Projection(ProjectionState):
         tasks_now: dict[Key, tuple[TaskInfo, Any, Any, TaskInfo]] = {}
         rows: list[tuple[int, Key, TaskInfo, bool, str]] = []  # (pod position, key, task, ours, job id)
         on_node: dict[str, list[int]] = {}  # node -> indexes into rows
+        held_by: dict[str, list[TaskInfo]] = {}  # node -> its tasks (rows[i][2] for i in on_node)
         for pos, (key, manifest) in enumerate(self.objects["Pod"].items()):
             ident = idents.get(key)
             if ident is None:
@@ -343,24 +344,28 @@ class Projection(ProjectionState):
                 held_rows = on_node.get(node_name)
                 if held_rows is None:
                     on_node[node_name] = [len(rows)]
+                    held_by[node_name] = [task]
                 else:
                     held_rows.append(len(rows))
+                    held_by[node_name].append(task)
             rows.append((pos, key, task, mine, job_id))
         self._task_cache = tasks_now
 
-        node_cache: dict[str, tuple[Any, tuple[int, ...], tuple[TaskInfo, ...], NodeInfo]] = {}
+        # A node (job) is reused when its record and its tasks are the same objects as last time:
+        # TaskInfo has no __eq__, so tuples of tasks compare element by element by identity (the
+        # cache holds the tuple, so no id is reused meanwhile).
+        node_cache: dict[str, tuple[Any, tuple[TaskInfo, ...], NodeInfo]] = {}
+        no_tasks: list[TaskInfo] = []
         for _key, n in node_recs:
-            entries = on_node.get(n.name, ())
-            held = tuple(rows[i][2] for i in entries)
-            ids = tuple(map(id, held))
+            held = tuple(held_by.get(n.name, no_tasks))
             cached_node = self._node_cache.get(n.name)
-            if cached_node is not None and cached_node[0] is n and cached_node[1] == ids:
+            if cached_node is not None and cached_node[0] is n and cached_node[1] == held:
                 node_cache[n.name] = cached_node
-                snap.nodes.append(cached_node[3])
+                snap.nodes.append(cached_node[2])
                 continue
             node = NodeInfo(n.name, n.allocatable, n.capability, n.facts)
             clean = True
-            for i in entries:
+            for i in on_node.get(n.name, ()):
                 pos, key, task, mine, job_id = rows[i]
                 try:
                     node.add_task(task)
@@ -378,7 +383,7 @@ class Projection(ProjectionState):
                         node.add_task(task)
                         late.append((pos, f"Pod {key[0]}/{key[1]}: {e}; counted as Bound"))
             if clean:
-                node_cache[n.name] = (n, ids, held, node)
+                node_cache[n.name] = (n, held, node)
             snap.nodes.append(node)
         self._node_cache = node_cache
         late.sort(key=lambda pm: pm[0])
@@ -397,23 +402,22 @@ class Projection(ProjectionState):
                     orphans.append(job_id)
             members.append(task)
 
-        job_cache: dict[str, tuple[Any, Any, int, tuple[int, ...], tuple[TaskInfo, ...], JobInfo]] = {}
+        job_cache: dict[str, tuple[Any, Any, int, tuple[TaskInfo, ...], JobInfo]] = {}
         for job_id in [*groups, *orphans]:
             g = groups.get(job_id)
             ns_name, _, name = job_id.partition("/")
             st = self.pg_status.get((ns_name, name)) if g is not None else None
-            held = tuple(of_job.get(job_id, ()))
-            ids = tuple(map(id, held))
+            held = tuple(of_job.get(job_id, no_tasks))
             cached_job = self._job_cache.get(job_id)
             if (
                 cached_job is not None
                 and cached_job[0] is g
                 and cached_job[1] is st
                 and cached_job[2] == version
-                and cached_job[3] == ids
+                and cached_job[3] == held
             ):
                 job_cache[job_id] = cached_job
-                snap.jobs[job_id] = cached_job[5]
+                snap.jobs[job_id] = cached_job[4]
                 continue
             if g is not None:
                 job = d.job_info(g)
@@ -430,7 +434,7 @@ class Projection(ProjectionState):
                 job = JobInfo(uid=job_id, name=name, namespace=ns_name, queue="", has_pod_group=False)
             for task in held:
                 job.add_task(task)
-            job_cache[job_id] = (g, st, version, ids, held, job)
+            job_cache[job_id] = (g, st, version, held, job)
             snap.jobs[job_id] = job
         self._job_cache = job_cache
         return snap

@@ -13,12 +13,13 @@ from daemon.scheduler.model.job import (
     JobInfo,
 )
 from daemon.scheduler.model.resources import Resource
-from daemon.scheduler.model.task import ALLOCATED_STATUSES, TaskStatus
+from daemon.scheduler.model.task import TaskStatus
 
 if TYPE_CHECKING:
     from daemon.scheduler.framework.session import Session
 
 UNSCHEDULABLE = "Unschedulable"
+_NONE: dict[str, object] = {}
 
 
 def pod_group_phase(ssn: Session, job: JobInfo) -> str:
@@ -38,26 +39,59 @@ def pod_group_phase(ssn: Session, job: JobInfo) -> str:
 
 
 def update_job_statuses(ssn: Session) -> list[str]:
-    """Write phase and counts; return the uids of PodGroups whose status changed this session."""
+    """Write phase and counts; return the uids of PodGroups whose status changed this session.
+
+    The phase is `pod_group_phase` with the status counts read once from the job's index (every
+    job of the cluster passes here at each close).
+    """
     changed = []
-    for uid in sorted(ssn.jobs):
-        job = ssn.jobs[uid]
-        job.status.phase = pod_group_phase(ssn, job)
-        job.status.running = job.count(TaskStatus.RUNNING)
-        job.status.failed = job.count(TaskStatus.FAILED)
-        job.status.succeeded = job.count(TaskStatus.SUCCEEDED)
-        if job.status.comparable() != ssn.pod_group_old.get(uid):
+    sid = ssn.uid
+    old = ssn.pod_group_old
+    jobs = ssn.jobs
+    for uid in sorted(jobs):
+        job = jobs[uid]
+        index = job.index
+        status = job.status
+        running = len(index.get(TaskStatus.RUNNING, _NONE))
+        succeeded = len(index.get(TaskStatus.SUCCEEDED, _NONE))
+        failed = len(index.get(TaskStatus.FAILED, _NONE))
+        completed = succeeded + failed
+        scheduled = running + len(index.get(TaskStatus.BOUND, _NONE)) + completed
+        releasing = index.get(TaskStatus.RELEASING)
+        if releasing:
+            scheduled += sum(1 for t in releasing.values() if t.node_name)
+        if running and any(
+            c.type == UNSCHEDULABLE and c.status == "True" and c.transition_id == sid
+            for c in status.conditions
+        ):
+            phase = PHASE_UNKNOWN
+        elif scheduled >= job.min_available:
+            phase = PHASE_COMPLETED if scheduled == completed else PHASE_RUNNING
+        elif status.phase != PHASE_INQUEUE:
+            phase = PHASE_PENDING
+        else:
+            phase = status.phase
+        status.phase = phase
+        status.running = running
+        status.failed = failed
+        status.succeeded = succeeded
+        if status.comparable() != old.get(uid):
             changed.append(uid)
     return changed
 
 
 def update_queue_allocated(ssn: Session) -> None:
+    """Each queue's allocated total: the sum of its jobs' allocated-status requests, rolled up.
+
+    JobInfo keeps that sum per job (`JobInfo.allocated`, kept as tasks are added, moved and
+    removed), so the queue total adds one vector per job instead of one per task; integer vectors
+    give the same sum in any order (a scalar a removed task brought may stay as an explicit 0,
+    which `Resource` equality treats as absent, as Volcano does).
+    """
     totals: dict[str, Resource] = {name: Resource() for name in ssn.queues}
     for job in ssn.jobs.values():
         acc = totals.setdefault(job.queue, Resource())
-        for st in ALLOCATED_STATUSES:
-            for t in job.index.get(st, {}).values():
-                acc.add(t.resreq)
+        acc.add(job.allocated)
     if "root" in ssn.queues:
         # Roll usage up to every ancestor; a queue without a parent hangs under `root`.
         rolled = {name: r.clone() for name, r in totals.items()}

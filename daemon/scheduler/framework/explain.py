@@ -73,7 +73,7 @@ def pending_reasons(ssn: Session) -> dict[str, str]:
     out: dict[str, str] = {}
     for uid in sorted(ssn.jobs):
         job = ssn.jobs[uid]
-        for t in sorted(job.tasks.values(), key=lambda t: t.key):
-            if t.status in UNBOUND:
-                out[t.key] = task_reason(ssn, job, t)
+        # Filtered before sorting (same order: the sort is stable and keys are unique in a job).
+        for t in sorted((t for t in job.tasks.values() if t.status in UNBOUND), key=lambda t: t.key):
+            out[t.key] = task_reason(ssn, job, t)
     return out

@@ -79,11 +79,21 @@ class NodeTable:
         self.row_keys: dict[int, tuple[TaskInfo, bool, Hashable]] = {}
         # (candidate rows, their Idle fit) left by the last memoised search for choose_node.
         self.search_hint: tuple[IntArray, BoolArray] | None = None
+        # The rows of every node at once (what `refresh` writes one row at a time; the same
+        # float conversions and the same element-wise sums).
+        if nodes:
+            values = self.values
+            self.allocatable[:] = np.array([values(n.allocatable) for n in nodes], dtype=np.float64)
+            self.idle[:] = np.array([values(n.idle) for n in nodes], dtype=np.float64)
+            self.used[:] = np.array([values(n.used) for n in nodes], dtype=np.float64)
+            self.releasing[:] = np.array([values(n.releasing) for n in nodes], dtype=np.float64)
+            self.pipelined[:] = np.array([values(n.pipelined) for n in nodes], dtype=np.float64)
+            self.future_idle[:] = self.idle + self.releasing - self.pipelined
+            self.pod_count[:] = [len(n.tasks) for n in nodes]
+            self.max_pods[:] = [n.max_task_num for n in nodes]
+            self.version[:] = 1
         for i, n in enumerate(nodes):
             n.index = i
-            self.allocatable[i] = self.vector(n.allocatable)
-            self.max_pods[i] = n.max_task_num
-            self.refresh(n)
             n.on_change = self.refresh
 
     def vector(self, r: Resource) -> FloatArray:

@@ -104,7 +104,9 @@ class Session(Combinators):
         extra_dims: set[str] = set()
         for j in self.jobs.values():
             for t in j.tasks.values():
-                extra_dims.update(t.resreq.scalars)
+                scalars = t.resreq.scalars
+                if scalars:
+                    extra_dims.update(scalars)
         self.table = NodeTable(self.node_list, extra_dims)
         # The plugins opened for this session, by name (run.py fills it).  Their contract,
         # framework/plugin.py, depends on this module; the session needs nothing of it.

@@ -5,8 +5,11 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 from types import SimpleNamespace
+from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as hst
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from fumarole_sched_kit import add_tasks, mk_conf, mk_job, mk_node, mk_queue, mk_snapshot, mk_task
@@ -140,3 +143,37 @@ def test_queue_without_parent_rolls_up_to_root() -> None:
     update_queue_allocated(ssn)
     assert ssn.queues["solo"].allocated.cpu == 4000
     assert ssn.queues["root"].allocated.cpu == 4000
+
+
+PHASES = ["", "Pending", "Inqueue", "Running", "Unknown", "Completed"]
+task_st = hst.tuples(hst.sampled_from(list(TaskStatus)), hst.booleans())  # (status, on a node)
+job_st = hst.tuples(
+    hst.sampled_from(PHASES),
+    hst.integers(0, 5),  # min_available
+    hst.lists(task_st, max_size=7),
+    hst.lists(hst.tuples(hst.sampled_from(["s-0", "s-1"]), hst.sampled_from(["True", "False"])), max_size=2),
+)
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(hst.lists(job_st, min_size=1, max_size=6))
+def test_update_job_statuses_equals_pod_group_phase(jobs_spec: list[Any]) -> None:
+    """The close's phase (counts read once from the index) is pod_group_phase's, job by job."""
+    jobs = []
+    for k, (phase, min_available, tasks, conds) in enumerate(jobs_spec):
+        j = mk_job(f"j{k}", min_available=min_available, phase=phase)
+        for i, (status, on_node) in enumerate(tasks):
+            mk_task(j, f"j{k}-{i}", status=status, node="n1" if on_node else "")
+        for tid, cst in conds:
+            j.status.conditions.append(Condition("Unschedulable", cst, "NotEnoughResources", "m", tid))
+        jobs.append(j)
+    ssn = session_with(jobs)
+    expected = {uid: pod_group_phase(ssn, job) for uid, job in ssn.jobs.items()}
+    old = {uid: job.status.comparable() for uid, job in ssn.jobs.items()}
+    changed = update_job_statuses(ssn)
+    for uid, job in ssn.jobs.items():
+        assert job.status.phase == expected[uid], uid
+        assert job.status.running == job.count(TaskStatus.RUNNING)
+        assert job.status.succeeded == job.count(TaskStatus.SUCCEEDED)
+        assert job.status.failed == job.count(TaskStatus.FAILED)
+    assert changed == sorted(uid for uid, job in ssn.jobs.items() if job.status.comparable() != old[uid])

@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from fumarole_sched_kit import mk_conf, mk_job, mk_node, mk_queue, mk_snapshot, mk_task, open_session
 
+from daemon.scheduler.framework.close import update_queue_allocated
 from daemon.scheduler.model.resources import Resource
 from daemon.scheduler.model.task import ALLOCATED_STATUSES, TaskStatus
 
@@ -91,3 +92,47 @@ def test_open_aggregates_equal_task_by_task_sums(jobs_spec: list[Any]) -> None:
     for q in allocated:
         assert _exact(proportion.attrs[q].allocated) == _exact(allocated[q])
         assert _exact(proportion.attrs[q].request) == _exact(request[q])
+
+
+def _nonzero(r: Resource) -> tuple[Any, Any, dict[str, Any]]:
+    return (r.cpu, r.memory, {k: v for k, v in r.scalars.items() if v})
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    st.lists(job_spec, min_size=1, max_size=8),
+    st.lists(st.tuples(st.integers(0, 63), st.sampled_from(STATUSES)), max_size=12),
+)
+def test_close_queue_allocated_equals_task_by_task_sums(jobs_spec: list[Any], moves: list[Any]) -> None:
+    """update_queue_allocated sums JobInfo.allocated; tasks moved inside the session included."""
+    jobs = []
+    for j, (queue, tasks) in enumerate(jobs_spec):
+        job = mk_job(f"j{j}", queue)
+        for i, (status, cpu, extra, moved, removed) in enumerate(tasks):
+            t = mk_task(job, f"j{j}-t{i}", str(cpu), "1Gi", status=status, node="n0", extra=extra)
+            if moved is not None:
+                job.update_task_status(t, moved)
+            if removed:
+                job.delete_task(t)
+        jobs.append(job)
+    snap = mk_snapshot(
+        [mk_node("n0", "1000", "1000Gi", extra={"nvidia.com/gpu": "100", "example.com/fpga": "100"})],
+        jobs,
+        [mk_queue("q0"), mk_queue("q1", 2), mk_queue("default"), mk_queue("root")],
+    )
+    ssn = open_session(snap, mk_conf("allocate", ["proportion"]))
+    every = [(job, t) for uid in sorted(ssn.jobs) for job in [ssn.jobs[uid]] for t in job.tasks.values()]
+    for pick, status in moves:  # status changes made during the session (allocate, evict, ...)
+        if every:
+            job, t = every[pick % len(every)]
+            job.update_task_status(t, status)
+    update_queue_allocated(ssn)
+    expected: dict[str, Resource] = {name: Resource() for name in ssn.queues}
+    for job in ssn.jobs.values():
+        for st_ in ALLOCATED_STATUSES:
+            for t in job.index.get(st_, {}).values():
+                expected[job.queue].add(t.resreq)
+                if job.queue != "root":
+                    expected["root"].add(t.resreq)
+    for name, q in ssn.queues.items():
+        assert _nonzero(q.allocated) == _nonzero(expected[name]), name

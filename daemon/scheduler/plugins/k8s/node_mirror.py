@@ -139,19 +139,28 @@ class NodeMirror:
         sums = np.zeros((6, n), dtype=np.int64)
         affinity_rows = np.zeros(n, dtype=np.bool_)
         anti_rows = np.zeros(n, dtype=np.bool_)
+        # Every pod of the cluster passes here at each session open: `_requests` and the
+        # no-affinity case of `pod_affinity` are spelled out inline.
+        row_of = self.row_of
         for row, pods in enumerate(self.pods):
             cpu = mem = gpu = nz_cpu = nz_mem = 0
             for uid, t in pods.items():
-                self.row_of[uid] = row
-                c, m, g = _requests(t)
+                row_of[uid] = row
+                r = t.resreq
+                c = round(r.cpu)
+                m = round(r.memory)
                 cpu += c
                 mem += m
-                gpu += g
+                if r.scalars:
+                    gpu += round(r.scalars.get(GPU, 0))
                 nz_cpu += c or DEFAULT_MILLI_CPU_REQUEST
                 nz_mem += m or DEFAULT_MEMORY_REQUEST
                 pod = t.pod
                 if pod.host_ports:
                     self._add_ports(uid, row, pod)
+                aff = pod.affinity
+                if not aff or ("podAffinity" not in aff and "podAntiAffinity" not in aff):
+                    continue
                 pa = self.pod_affinity(t.namespace, pod)
                 if pa.with_affinity:
                     self.affinity_of[uid] = pa
