@@ -8,9 +8,11 @@ priority-class set.
 
 Freezing is incremental (docs/replay.md, "Cost: incremental freezing"): while no event outside
 `SNAPSHOT_NEUTRAL` was folded, a freeze hands out the last snapshot again (new containers, new
-`now` and session id); otherwise it rebuilds, reusing each task, node and job whose inputs are
-the same objects as last time.  Snapshots share those objects, so a snapshot is read-only for
-its consumers (sessions clone it); later folds and freezes never change one handed out.
+`now` and session id); after only pod, PodGroup and decision events it visits just the dirty
+pods and the nodes and jobs they touch (`dirty_set.py`); otherwise it rebuilds whole, reusing
+each task, node and job whose inputs are the same objects as last time.  Snapshots share those
+objects, so a snapshot is read-only for its consumers (sessions clone it); later folds and
+freezes never change one handed out.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from collections.abc import Iterable
 from dataclasses import replace
 from typing import Any
 
+from daemon.cache.dirty_set import Membership, freeze_dirty
 from daemon.cache.state import DEFAULT_SCHEDULER_NAMES, Key, ProjectionState
 from daemon.manifests import BUILTIN_PRIORITY_CLASSES, ManifestError, ObjectDecoder
 from daemon.scheduler.model.job import Condition, JobInfo
@@ -34,17 +37,27 @@ from daemon.scheduler.model.queue import (
 from daemon.scheduler.model.snapshot import ClusterSnapshot
 from daemon.scheduler.model.task import COMPLETED_STATUSES, TaskInfo, TaskStatus
 from store.events import (
+    BindDecided,
+    BindFailed,
     BindSucceeded,
     ClockAdvanced,
     ConfigurationRecorded,
     ConfigurationRejected,
     CycleClosed,
     CycleOpened,
+    EvictDecided,
+    EvictFailed,
     EvictSucceeded,
     JobExplained,
     PipelineDecided,
+    PodDeleted,
+    PodGroupDeleted,
+    PodGroupStatusChanged,
+    PodGroupUpserted,
+    PodUpserted,
     QueueFigures,
     QueueFiguresRecorded,
+    ResyncStarted,
 )
 
 __all__ = ["SNAPSHOT_NEUTRAL", "Projection", "session_id"]
@@ -66,6 +79,13 @@ SNAPSHOT_NEUTRAL: frozenset[type] = frozenset(
         PipelineDecided,
         QueueFiguresRecorded,
     }
+)
+
+# Events a dirty-set freeze follows (the pods, PodGroups and PodGroup statuses they name are
+# marked dirty); any other event that can change a snapshot makes the next freeze rebuild whole.
+_POD_DECISIONS: frozenset[type] = frozenset({BindDecided, BindFailed, EvictDecided, EvictFailed})
+_FOLLOWED: frozenset[type] = frozenset(
+    {PodUpserted, PodDeleted, PodGroupUpserted, PodGroupDeleted, PodGroupStatusChanged, ResyncStarted}
 )
 
 _MISSING = object()
@@ -108,6 +128,16 @@ class Projection(ProjectionState):
         self._task_cache: dict[Key, tuple[TaskInfo, Any, Any, TaskInfo]] = {}
         self._node_cache: dict[str, tuple[Any, tuple[TaskInfo, ...], NodeInfo]] = {}
         self._job_cache: dict[str, tuple[Any, Any, int, tuple[TaskInfo, ...], JobInfo]] = {}
+        # Dirty-set freezing (daemon/cache/dirty_set.py): each pod's place in pod order, what changed
+        # since the last freeze, and the membership the last build left (None: rebuild whole).
+        self._ordinal: dict[Key, int] = {}
+        self._next_ordinal = 0
+        self._dirty_pods: dict[Key, None] = {}
+        self._dirty_groups: dict[Key, None] = {}
+        self._dirty_jobs: set[str] = set()
+        self._wide = True
+        self._members: Membership | None = None
+        self.dirty_freezes = 0  # freezes that visited only the dirty set (for tests and benches)
 
     # ------------------------------------------------------------------------- reads
     def explanations(self) -> dict[str, JobExplained]:
@@ -167,6 +197,17 @@ class Projection(ProjectionState):
             self._implicit.pop(key, None)
             self._templates.pop(key, None)
             self._idents.pop(key, None)
+            if key in self.objects["Pod"]:
+                if key not in self._ordinal:
+                    self._ordinal[key] = self._next_ordinal
+                    self._next_ordinal += 1
+            else:
+                self._ordinal.pop(key, None)
+            self._dirty_pods[key] = None
+        elif kind == "PodGroup" and key in self.objects["PodGroup"]:
+            self._dirty_groups[key] = None
+        else:
+            self._wide = True
 
     def _parse(self, kind: str, key: Key, manifest: Any) -> Any:
         ck = (kind, key)
@@ -209,8 +250,16 @@ class Projection(ProjectionState):
     # ------------------------------------------------------------------------- freezing
     def fold(self, seq: int, event: Any) -> None:
         super().fold(seq, event)
-        if type(event) not in SNAPSHOT_NEUTRAL:
-            self._generation += 1
+        t = type(event)
+        if t in SNAPSHOT_NEUTRAL:
+            return
+        self._generation += 1
+        if t in _POD_DECISIONS:
+            self._dirty_pods[(event.namespace, event.name)] = None
+        elif t is PodGroupStatusChanged:
+            self._dirty_jobs.add(f"{event.namespace}/{event.name}")
+        elif t not in _FOLLOWED:
+            self._wide = True
 
     def freeze(self, *, cycle: int | None = None) -> ClusterSnapshot:
         """The ClusterSnapshot of the current state (session id from `cycle`, now from the clock).
@@ -236,7 +285,16 @@ class Projection(ProjectionState):
                 now=now,
                 session_id=sid,
             )
-        snap = self._build(now, sid)
+        snap = None
+        if last is not None and not self._wide and self._members is not None:
+            snap = freeze_dirty(self, self._members, last[1], now, sid)
+            self.dirty_freezes += snap is not None
+        if snap is None:
+            snap = self._build(now, sid)
+        self._dirty_pods.clear()
+        self._dirty_groups.clear()
+        self._dirty_jobs.clear()
+        self._wide = False
         self._last = (self._generation, snap, list(self.problems))
         return self.freeze(cycle=cycle)
 
@@ -283,6 +341,9 @@ class Projection(ProjectionState):
         groups: dict[str, Any] = {}
         for (ns_name, name), g in self._records("PodGroup"):
             groups[f"{ns_name}/{name}"] = g
+        pg_groups = dict(groups)
+        nonpod_problems = len(self.problems)
+        skipped: list[Key] = []  # pods neither ours nor on a node
         # Tasks, in pod order: each job's and each node's tasks keep that order.  One pass: a pod's
         # ident, implicit group, template and task come from the caches unless it changed.
         idents = self._idents
@@ -318,6 +379,7 @@ class Projection(ProjectionState):
             else:
                 template = self._template(key, job_id, version)
             if not mine and not template.node_name:
+                skipped.append(key)
                 continue
             first = seen_uids.setdefault(template.uid, key)
             if first != key:
@@ -356,6 +418,7 @@ class Projection(ProjectionState):
         # cache holds the tuple, so no id is reused meanwhile).
         node_cache: dict[str, tuple[Any, tuple[TaskInfo, ...], NodeInfo]] = {}
         no_tasks: list[TaskInfo] = []
+        all_clean = True
         for _key, n in node_recs:
             held = tuple(held_by.get(n.name, no_tasks))
             cached_node = self._node_cache.get(n.name)
@@ -384,6 +447,8 @@ class Projection(ProjectionState):
                         late.append((pos, f"Pod {key[0]}/{key[1]}: {e}; counted as Bound"))
             if clean:
                 node_cache[n.name] = (n, held, node)
+            else:
+                all_clean = False
             snap.nodes.append(node)
         self._node_cache = node_cache
         late.sort(key=lambda pm: pm[0])
@@ -419,25 +484,49 @@ class Projection(ProjectionState):
                 job_cache[job_id] = cached_job
                 snap.jobs[job_id] = cached_job[4]
                 continue
-            if g is not None:
-                job = d.job_info(g)
-                if st is not None:
-                    job.status.phase = st.phase
-                    job.status.conditions = [
-                        Condition(c.type, c.status, c.reason, c.message, c.transition_id)
-                        for c in st.conditions
-                    ]
-                    job.status.running = st.running
-                    job.status.succeeded = st.succeeded
-                    job.status.failed = st.failed
-            else:
-                job = JobInfo(uid=job_id, name=name, namespace=ns_name, queue="", has_pod_group=False)
-            for task in held:
-                job.add_task(task)
+            job = self.make_job(job_id, g, st, held)
             job_cache[job_id] = (g, st, version, held, job)
             snap.jobs[job_id] = job
         self._job_cache = job_cache
+        self._ordinal = {key: pos for pos, key in enumerate(self.objects["Pod"])}
+        self._next_ordinal = len(self._ordinal)
+        self._members = None
+        if (
+            all_clean
+            and not snap.other_tasks
+            and len(self.problems) == nonpod_problems
+            and len(snap.jobs) == len(pg_groups)
+            and len(pg_groups) == len(self.objects["PodGroup"])
+        ):
+            self._members = Membership.of(
+                version=version,
+                groups=pg_groups,
+                problems=self.problems,
+                nodes=[n for _key, n in node_recs],
+                rows=[(key, task, job_id) for _pos, key, task, _mine, job_id in rows],
+                held_by={name: [rows[i][1] for i in idx] for name, idx in on_node.items()},
+                skipped=skipped,
+            )
         return snap
+
+    def make_job(self, job_id: str, g: Any, st: Any, held: tuple[TaskInfo, ...]) -> JobInfo:
+        """The JobInfo of `job_id` from its PodGroup record `g` (None: none), folded status and tasks."""
+        if g is not None:
+            job = self.decoder.job_info(g)
+            if st is not None:
+                job.status.phase = st.phase
+                job.status.conditions = [
+                    Condition(c.type, c.status, c.reason, c.message, c.transition_id) for c in st.conditions
+                ]
+                job.status.running = st.running
+                job.status.succeeded = st.succeeded
+                job.status.failed = st.failed
+        else:
+            ns_name, _, name = job_id.partition("/")
+            job = JobInfo(uid=job_id, name=name, namespace=ns_name, queue="", has_pod_group=False)
+        for task in held:
+            job.add_task(task)
+        return job
 
     def _pod(self, key: Key) -> Any:
         """The parsed record of a pod known to parse (its ident is cached)."""
