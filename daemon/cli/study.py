@@ -45,9 +45,9 @@ def add_parser(sub: Any) -> None:
             choices=("core", "fast"),
             help="core (default): Fumarole's scheduler sessions under the Volcano configuration; "
             "fast: the numpy study placer, seconds instead of tens of seconds but an APPROXIMATION of "
-            "the named configurations (it scores every feasible node where Volcano scores a rotating "
-            "window on clusters over 100 nodes, adds no deviceshare device score, its spread has no "
-            "balancedresource, its fgd chooses the card itself); exact only for "
+            "the named configurations (it scores every feasible node where Volcano's binpack and spread "
+            "score a rotating window on clusters over 100 nodes, adds no deviceshare device score, "
+            "its spread has no balancedresource, its fgd breaks ties by the first node); exact only for "
             "examples/study/vgpu-binpack-plugin.yaml on clusters of up to 100 nodes",
         )
         m.add_argument(

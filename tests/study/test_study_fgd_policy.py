@@ -4,6 +4,9 @@
   asked by deviceshare's Allocate), the card the fast placer's FGD picks: on one node (so the node
   choice is out of the picture) both engines agree pod for pod, while deviceshare's own binpack
   card order does not;
+* on small random clusters without GPU-model constraints the core fgd preset decides pod for pod as
+  the fast placer's FGD (fgd reads the cards' use from deviceshare, this session's allocations
+  included);
 * deviceshare's device score is off in the preset (only fgd orders nodes);
 * the preset scores every feasible node (--percentage-nodes-to-find 100 unless given).
 """
@@ -48,6 +51,15 @@ def test_fgd_preset_gives_a_shared_pod_fgds_card(monkeypatch: pytest.MonkeyPatch
     # Without fgd's card choice deviceshare's binpack order picks other cards.
     monkeypatch.setattr(FgdPlugin, "card_order", lambda self, task, node, cards: None)
     assert any(one_session(n, p, preset_text("fgd")) != fast(n, p, "fgd") for n, p in traces)
+
+
+def test_fgd_preset_decides_as_the_fast_fgd_without_model_constraints() -> None:
+    for seed in range(6):
+        nodes, pods = random_trace(seed)
+        pods = [dataclasses.replace(p, gpu_spec=()) for p in pods]
+        core = one_session(nodes, pods, preset_text("fgd"))
+        assert core == fast(nodes, pods, "fgd"), seed
+        assert len(core) > len(pods) // 3
 
 
 def test_fgd_preset_has_no_device_score() -> None:

@@ -35,6 +35,7 @@ from daemon.scheduler.plugins.deviceshare_vgpu import (
     VGPU_CORES,
     VGPU_NUMBER,
     VCard,
+    VGpuPool,
     decode_node_devices,
     decode_pod_devices,
 )
@@ -46,6 +47,7 @@ from daemon.scheduler.plugins.fgd_fragmentation import (
 )
 
 NAME = "fgd"
+DEVICESHARE = "deviceshare"
 WEIGHT = "fgd.weight"
 _IDLE_STATUSES = (TaskStatus.PIPELINED, TaskStatus.RELEASING)
 
@@ -73,13 +75,23 @@ class FgdPlugin:
         self.typical: Any = None
         self.table: NodeTable | None = None
         self.nodes: dict[str, NodeInfo] = {}
+        self.plugins: dict[str, object] = {}
         # Per row: milli left on each card, whether the node has vGPU cards, the stamp read at.
         self._left: IntArray = np.zeros((0, 1), dtype=np.int64)
         self._has: BoolArray = np.zeros(0, dtype=np.bool_)
         self._stamp: IntArray = np.zeros(0, dtype=np.int64)
 
     def node_cards(self, node: NodeInfo) -> list[int] | None:
-        """Milli left on each registered card of the node, None for a node without vGPU cards."""
+        """Milli left on each registered card of the node, None for a node without vGPU cards.
+
+        deviceshare's cards when it is configured (they count this session's allocations, which
+        the node's copies of the tasks do not carry), else read from the tasks' annotations."""
+        pools = getattr(self.plugins.get(DEVICESHARE), "pools", None)
+        if pools is not None:
+            for pool in pools(node.name):
+                if isinstance(pool, VGpuPool):
+                    return [1000 - pool.cards[i].used_core * 10 for i in sorted(pool.cards)]
+            return None
         text = node.facts.annotations.get(REGISTER)
         decoded = decode_node_devices(text) if text else None
         if decoded is None or not decoded[0]:
@@ -183,6 +195,7 @@ class FgdPlugin:
         table = ssn.table
         self.table = table
         self.nodes = ssn.nodes
+        self.plugins = ssn.plugins
         n = len(table.nodes)
         self._left = np.zeros((n, 1), dtype=np.int64)
         self._has = np.zeros(n, dtype=np.bool_)
@@ -194,6 +207,7 @@ class FgdPlugin:
         self.typical = None
         self.table = None
         self.nodes = {}
+        self.plugins = {}
 
 
 def new(arguments: dict[str, Any]) -> FgdPlugin:
