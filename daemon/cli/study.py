@@ -45,19 +45,19 @@ def add_parser(sub: Any) -> None:
             choices=("core", "fast"),
             help="core (default): Fumarole's scheduler sessions under the Volcano configuration; "
             "fast: the numpy study placer, seconds instead of tens of seconds but an APPROXIMATION of "
-            "the named configurations (it scores every feasible node where Volcano scores a rotating "
-            "window on clusters over 100 nodes, adds no deviceshare device score, its spread has no "
-            "balancedresource, its fgd chooses the card itself); exact only for "
+            "the named configurations (it scores every feasible node where Volcano's binpack and spread "
+            "score a rotating window on clusters over 100 nodes, adds no deviceshare device score, "
+            "its spread has no balancedresource, its fgd breaks ties by the first node); exact only for "
             "examples/study/vgpu-binpack-plugin.yaml on clusters of up to 100 nodes",
         )
         m.add_argument(
             "--percentage-nodes-to-find",
             type=int,
-            default=0,
+            default=None,
             metavar="PCT",
             help="core engine: Volcano's scheduler flag of that name, the share of feasible nodes "
-            "scored per pod (default 0: Volcano's adaptive window, 38%% of 1,523 nodes from a "
-            "rotating start; 100: every node)",
+            "scored per pod (0: Volcano's adaptive window, 38%% of 1,523 nodes from a rotating "
+            "start; 100: every node). Default: the preset's (fgd 100, the others 0); with --conf 0",
         )
         m.add_argument(
             "--conf",
@@ -85,7 +85,7 @@ def _seeds(text: str) -> list[int]:
 def _engine(args: argparse.Namespace) -> Any:
     """The core engine's configuration (an Engine), None for the fast placer, or an error text."""
     from daemon.scheduler.framework.conf import ConfError, parse_conf
-    from daemon.study.confs import PRESETS, preset_text
+    from daemon.study.confs import PERCENTAGE_NODES_TO_FIND, PRESETS, preset_text
     from daemon.study.placement import POLICIES
     from daemon.study.runs import Engine
 
@@ -102,18 +102,22 @@ def _engine(args: argparse.Namespace) -> Any:
         except (OSError, UnicodeDecodeError) as e:
             return f"--conf: cannot read {path}: {e}"
         name = str(path)
+        pct = 0
     else:
         if args.policy not in PRESETS:
             return f"--policy: unknown policy {args.policy!r} (known: {', '.join(PRESETS)})"
         text = preset_text(args.policy)
         name = f"examples/study/{PRESETS[args.policy][0]}"
+        pct = PERCENTAGE_NODES_TO_FIND[args.policy]
     try:
         conf = parse_conf(text)
     except (ConfError, ValueError) as e:
         return f"--conf: {name}: {e}"
-    if not 0 <= args.percentage_nodes_to_find <= 100:
+    if args.percentage_nodes_to_find is not None:
+        pct = args.percentage_nodes_to_find
+    if not 0 <= pct <= 100:
         return "--percentage-nodes-to-find: must be 0 to 100"
-    return Engine(conf, name, text, args.percentage_nodes_to_find)
+    return Engine(conf, name, text, pct)
 
 
 def cmd_study(args: argparse.Namespace) -> int:

@@ -2,13 +2,15 @@
 
 `binpack`: Volcano's binpack-style configuration (deviceshare vGPU with binpack card order and
 device score, the binpack plugin); `spread`: Volcano's default configuration (nodeorder's
-leastrequested) with deviceshare vGPU in spread card order; `fgd`: the binpack one with the fgd
-plugin (beyond Volcano) scoring nodes in place of binpack.
+leastrequested) with deviceshare vGPU in spread card order; `fgd`: the FGD policy (beyond Volcano):
+the fgd plugin alone scores nodes (deviceshare's device score is off: ScheduleWeight 0) and chooses
+the shared card (deviceshare's Allocate asks it), and every feasible node is scored
+(`PERCENTAGE_NODES_TO_FIND`: Volcano's --percentage-nodes-to-find 100), as the paper's simulator does.
 """
 
 from __future__ import annotations
 
-__all__ = ["PRESETS", "preset_text"]
+__all__ = ["PERCENTAGE_NODES_TO_FIND", "PRESETS", "preset_text"]
 
 _HEAD = """actions: "enqueue, allocate, backfill"
 tiers:
@@ -47,9 +49,15 @@ PRESETS: dict[str, tuple[str, str]] = {
     ),
     "fgd": (
         "vgpu-fgd.yaml",
-        _HEAD + _BINPACK_TIERS + _VGPU_BINPACK + "  - name: fgd\n    arguments:\n      fgd.weight: 10\n",
+        _HEAD
+        + _BINPACK_TIERS
+        + _VGPU_BINPACK.replace("10\n", "0\n")
+        + "  - name: fgd\n    arguments:\n      fgd.weight: 10\n",
     ),
 }
+# The scheduler flag a preset runs with unless --percentage-nodes-to-find is given (0: Volcano's
+# adaptive window). FGD must see the whole cluster: part of the policy, not of the configuration text.
+PERCENTAGE_NODES_TO_FIND: dict[str, int] = {"binpack": 0, "spread": 0, "fgd": 100}
 
 
 def preset_text(name: str) -> str:

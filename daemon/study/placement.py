@@ -25,7 +25,11 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from daemon.scheduler.plugins.fgd_fragmentation import TypicalWorkload, node_fragmentation
+from daemon.scheduler.plugins.fgd_fragmentation import (
+    TypicalWorkload,
+    node_fragmentation,
+    shared_card_fragmentation,
+)
 from daemon.study.trace import MILLI, TraceNode, TracePod
 
 __all__ = ["POLICIES", "Cluster", "Placement"]
@@ -163,13 +167,12 @@ class Cluster:
         reps = rows[first]
         before = self.frag[reps]
         if pod.shared:
-            rep_left = self.gpu_left[reps]
-            cand_u, cand_k = np.nonzero(rep_left >= pod.gpu_milli)
-            gpu = rep_left[cand_u].copy()
-            gpu[np.arange(len(cand_u)), cand_k] -= pod.gpu_milli
-            growth_c = self._frag_after(reps[cand_u], gpu, pod) - before[cand_u]
-            table = np.full(rep_left.shape, np.inf)
-            table[cand_u, cand_k] = growth_c
+            assert self.typical is not None
+            cpu_after = self.cpu_left[reps] - pod.cpu_milli
+            after = shared_card_fragmentation(
+                cpu_after, self.gpu_left[reps], pod.gpu_milli, self.model[reps], self.typical
+            )
+            table = after - before[:, None]
             best_card = np.argmin(table, axis=1)
             growth_u = table[np.arange(len(reps)), best_card]
             j = self._pick(growth_u[inverse])

@@ -48,6 +48,7 @@ KNOWN_GEOMETRIES_CM_NAME = "deviceshare.KnownGeometriesCMName"
 KNOWN_GEOMETRIES_CM_NAMESPACE = "deviceshare.KnownGeometriesCMNamespace"
 GPU_EXCLUSIVE_RULES = "deviceshare.GPUExclusiveRules"
 PREDICATES_PLUGIN = "predicates"
+FGD_PLUGIN = "fgd"
 NODE_LOCK_SECONDS = 300.0
 _RFC3339 = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})$")
 
@@ -262,10 +263,15 @@ class DeviceSharePlugin:
         if not self.allocates_cards:
             return
         node = ssn.nodes[node_name]
+        # Beyond Volcano: a configured fgd plugin chooses the vGPU cards (its `card_order`).
+        card_order = getattr(ssn.plugins.get(FGD_PLUGIN), "card_order", None)
         for p in self.pools(node_name):
             if not p.has_request(task):
                 continue
-            res = p.allocate(task, self.args.schedule_policy, self.now)
+            if card_order is not None and isinstance(p, VGpuPool):
+                res = p.allocate(task, self.args.schedule_policy, self.now, card_order)
+            else:
+                res = p.allocate(task, self.args.schedule_policy, self.now)
             if isinstance(res, str):
                 ssn.warnings.append(f"{NAME}: allocating {p.device_name} to {task.key} on {node_name}: {res}")
                 continue

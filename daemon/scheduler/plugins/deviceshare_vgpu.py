@@ -14,7 +14,7 @@ type -- Fumarole reads no ConfigMap, so Volcano's default device configuration i
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Mapping
+from collections.abc import Callable, Hashable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -247,6 +247,11 @@ class UUIDFilter:
         return uuid not in self.deny
 
 
+# An opt-in plugin's card choice (fgd): the node's cards in the order to try them for the task,
+# or None for the policy's order (`_order`).
+CardOrder = Callable[["TaskInfo", str, dict[int, "VCard"]], list[int] | None]
+
+
 def gpu_score(policy: str, card: VCard) -> float:
     """GPUScore, taken right after the request was added to the card."""
     if policy == BINPACK:
@@ -343,11 +348,13 @@ class VGpuPool:
 
     # ----------------------------------------------------------------- choice
     def fit(
-        self, task: TaskInfo, policy: str, *, replicate: bool
+        self, task: TaskInfo, policy: str, *, replicate: bool, card_order: CardOrder | None = None
     ) -> tuple[list[list[ContainerDevice]], float] | str:
         """checkNodeGPUSharingPredicateAndScore: (devices per container, score) or the error text.
 
         With replicate=False the counters of the chosen cards stay raised (Allocate's TryAddPod).
+        `card_order` (beyond Volcano: the fgd plugin's card choice) replaces the policy's card order
+        when it answers a list.
         """
         if not has_vgpu_request(task):
             return [], 0.0
@@ -378,7 +385,8 @@ class VGpuPool:
             if nums > len(cards):
                 rollback()
                 return f"no enough gpu cards on node {self.node_name}"
-            for i in _order(cards, policy):
+            order = card_order(task, self.node_name, cards) if card_order is not None else None
+            for i in order if order is not None else _order(cards, policy):
                 card = cards[i]
                 if not uuid_filter.matches(card.uuid):
                     continue
@@ -444,10 +452,15 @@ class VGpuPool:
     def needs_lock(self, task: TaskInfo) -> bool:
         return True
 
-    def allocate(self, task: TaskInfo, policy: str, now: float) -> dict[str, str] | str:
-        """Allocate: raise the chosen cards' counters, record the pod on them, return the annotations."""
+    def allocate(
+        self, task: TaskInfo, policy: str, now: float, card_order: CardOrder | None = None
+    ) -> dict[str, str] | str:
+        """Allocate: raise the chosen cards' counters, record the pod on them, return the annotations.
+
+        `card_order` (the fgd plugin's, when configured) chooses the cards instead of the policy;
+        FilterNode keeps the policy's order (whether a node fits does not depend on the order)."""
         self.state += 1
-        res = self.fit(task, policy, replicate=False)
+        res = self.fit(task, policy, replicate=False, card_order=card_order)
         if isinstance(res, str):
             return res
         encoded = encode_pod_devices(res[0])

@@ -10,6 +10,11 @@ taking for a shared-GPU task the card that grows fragmentation least. Tasks that
 needs `deviceshare.VGPUEnable` and the predicates plugin to allocate cards. The typical workload is
 every task of the session's jobs (shape: cpu, cards, cores x 10 milli; GPU-model constraints are
 not read). Arguments: `fgd.weight` (default 1).
+
+While fgd is configured it also chooses the card of a pod sharing one GPU: deviceshare's Allocate
+asks `card_order` (the card that grows fragmentation least, `shared_card_fragmentation`, the fast
+study placer's FGD card too), so the pod gets the card its node was scored for. The FGD policy
+(examples/study/vgpu-fgd.yaml) also turns deviceshare's device score off and scores every node.
 """
 
 from __future__ import annotations
@@ -29,12 +34,20 @@ from daemon.scheduler.plugins.deviceshare_vgpu import (
     REGISTER,
     VGPU_CORES,
     VGPU_NUMBER,
+    VCard,
+    VGpuPool,
     decode_node_devices,
     decode_pod_devices,
 )
-from daemon.scheduler.plugins.fgd_fragmentation import PodShape, node_fragmentation, typical_workload
+from daemon.scheduler.plugins.fgd_fragmentation import (
+    PodShape,
+    node_fragmentation,
+    shared_card_fragmentation,
+    typical_workload,
+)
 
 NAME = "fgd"
+DEVICESHARE = "deviceshare"
 WEIGHT = "fgd.weight"
 _IDLE_STATUSES = (TaskStatus.PIPELINED, TaskStatus.RELEASING)
 
@@ -61,13 +74,24 @@ class FgdPlugin:
         self.weight = arg_int(arguments, WEIGHT, 1)
         self.typical: Any = None
         self.table: NodeTable | None = None
+        self.nodes: dict[str, NodeInfo] = {}
+        self.plugins: dict[str, object] = {}
         # Per row: milli left on each card, whether the node has vGPU cards, the stamp read at.
         self._left: IntArray = np.zeros((0, 1), dtype=np.int64)
         self._has: BoolArray = np.zeros(0, dtype=np.bool_)
         self._stamp: IntArray = np.zeros(0, dtype=np.int64)
 
     def node_cards(self, node: NodeInfo) -> list[int] | None:
-        """Milli left on each registered card of the node, None for a node without vGPU cards."""
+        """Milli left on each registered card of the node, None for a node without vGPU cards.
+
+        deviceshare's cards when it is configured (they count this session's allocations, which
+        the node's copies of the tasks do not carry), else read from the tasks' annotations."""
+        pools = getattr(self.plugins.get(DEVICESHARE), "pools", None)
+        if pools is not None:
+            for pool in pools(node.name):
+                if isinstance(pool, VGpuPool):
+                    return [1000 - pool.cards[i].used_core * 10 for i in sorted(pool.cards)]
+            return None
         text = node.facts.annotations.get(REGISTER)
         decoded = decode_node_devices(text) if text else None
         if decoded is None or not decoded[0]:
@@ -126,18 +150,13 @@ class FgdPlugin:
         cpu = self.table.idle[rows, cpu_col].astype(np.int64)
         before = self._frag(cpu, left)
         cpu_after = cpu - int(task.resreq.cpu)
-        fits = left >= milli
         if cards == 1 and milli < 1000:
-            r_idx, k_idx = np.nonzero(fits & has[:, None])
-            if len(r_idx) == 0:
-                return out
-            states = left[r_idx].copy()
-            states[np.arange(len(r_idx)), k_idx] -= milli
-            after_c = self._frag(cpu_after[r_idx], states)
-            after = np.full(len(rows), np.inf)
-            np.minimum.at(after, r_idx, after_c)
+            zeros = np.zeros(len(rows), dtype=np.int64)
+            table = shared_card_fragmentation(cpu_after, left, milli, zeros, self.typical)
+            after = table.min(axis=1)
             scored = np.isfinite(after)
         else:
+            fits = left >= milli
             take = fits & (np.cumsum(fits, axis=1) <= cards)
             after = self._frag(cpu_after, left - milli * take)
             scored = has
@@ -145,6 +164,22 @@ class FgdPlugin:
         score = np.floor(100.0 / (1.0 + np.exp(growth / 1000.0))) * self.weight
         out[scored] = score[scored]
         return out
+
+    def card_order(self, task: TaskInfo, node_name: str, cards: dict[int, VCard]) -> list[int] | None:
+        """FGD's card choice, which deviceshare's Allocate uses while fgd is configured: for a pod
+        sharing one card, the cards by the node's fragmentation after the pod lands on each (least
+        first, then by index; cards without room last); None (the policy's order) otherwise."""
+        n_cards, milli = task_gpu(task)
+        node = self.nodes.get(node_name)
+        if n_cards != 1 or milli >= 1000 or self.typical is None or node is None:
+            return None
+        idx = sorted(cards)
+        left = np.array([[1000 - cards[i].used_core * 10 for i in idx]], dtype=np.int64)
+        cpu = int(node.idle.cpu) - (0 if task.uid in node.tasks else int(task.resreq.cpu))
+        after = shared_card_fragmentation(
+            np.array([cpu], dtype=np.int64), left, milli, np.zeros(1, dtype=np.int64), self.typical
+        )[0]
+        return [idx[k] for k in sorted(range(len(idx)), key=lambda k: (after[k], idx[k]))]
 
     def _frag(self, cpu: IntArray, gpu: IntArray) -> FloatArray:
         n = len(cpu)
@@ -159,6 +194,8 @@ class FgdPlugin:
         self.typical = typical_workload(shapes, 1.0).arrays({}) if shapes else None
         table = ssn.table
         self.table = table
+        self.nodes = ssn.nodes
+        self.plugins = ssn.plugins
         n = len(table.nodes)
         self._left = np.zeros((n, 1), dtype=np.int64)
         self._has = np.zeros(n, dtype=np.bool_)
@@ -169,6 +206,8 @@ class FgdPlugin:
     def on_session_close(self, ssn: Session) -> None:
         self.typical = None
         self.table = None
+        self.nodes = {}
+        self.plugins = {}
 
 
 def new(arguments: dict[str, Any]) -> FgdPlugin:

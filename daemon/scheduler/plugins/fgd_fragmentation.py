@@ -28,6 +28,7 @@ __all__ = [
     "PodShape",
     "TypicalWorkload",
     "node_fragmentation",
+    "shared_card_fragmentation",
     "typical_workload",
 ]
 
@@ -121,6 +122,25 @@ def node_fragmentation(
     )
     per_shape = np.where(satisfied, small, total[:, None])
     out: FloatArray = per_shape @ pop
+    return out
+
+
+def shared_card_fragmentation(
+    cpu_after: IntArray,
+    gpu_left: IntArray,
+    milli: int,
+    model: IntArray,
+    typical: tuple[IntArray, IntArray, IntArray, FloatArray, npt.NDArray[np.bool_]],
+) -> FloatArray:
+    """FGD's card choice for a pod sharing one GPU: the fragmentation of each of N nodes (N x cards)
+    after `milli` lands on that card, inf where the card has too little room (a missing card: 0 left).
+    cpu_after is each node's free cpu once the pod is placed. The card to take is the row's least."""
+    n, c = gpu_left.shape
+    r_idx, k_idx = np.nonzero(gpu_left >= milli)
+    states = gpu_left[r_idx].copy()
+    states[np.arange(len(r_idx)), k_idx] -= milli
+    out = np.full((n, c), np.inf)
+    out[r_idx, k_idx] = node_fragmentation(cpu_after[r_idx], states, model[r_idx], typical)
     return out
 
 
