@@ -20,18 +20,43 @@ answer is known: an abandoned attempt leaves only the parse caches warmer.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
-from daemon.manifests import ManifestError
+from daemon.cache.state import BindOverlay, Key, Manifest
+from daemon.manifests import ManifestError, ObjectDecoder
+from daemon.scheduler.model.job import JobInfo
 from daemon.scheduler.model.node import NodeError, NodeInfo
 from daemon.scheduler.model.snapshot import ClusterSnapshot
 from daemon.scheduler.model.task import COMPLETED_STATUSES, TaskInfo
+from store.events import PodGroupStatusChanged
 
-if TYPE_CHECKING:
-    from daemon.cache.projection import Projection
-    from daemon.cache.state import Key
+__all__ = ["DirtySource", "Membership", "freeze_dirty"]
 
-__all__ = ["Membership", "freeze_dirty"]
+
+class DirtySource(Protocol):
+    """What a dirty freeze reads and writes of the projection (`daemon.cache.projection.Projection`
+    is one; named structurally so that this module need not import the projection, which imports it)."""
+
+    objects: dict[str, dict[Key, Manifest]]
+    binds: dict[Key, BindOverlay]
+    evictions: dict[Key, tuple[int, str]]
+    pg_status: dict[Key, PodGroupStatusChanged]
+    decoder: ObjectDecoder
+    problems: list[str]
+    _idents: dict[Key, tuple[str, bool]]
+    _task_cache: dict[Key, tuple[TaskInfo, Any, Any, TaskInfo]]
+    _node_cache: dict[str, tuple[Any, tuple[TaskInfo, ...], NodeInfo]]
+    _job_cache: dict[str, tuple[Any, Any, int, tuple[TaskInfo, ...], JobInfo]]
+    _ordinal: dict[Key, int]
+    _dirty_pods: dict[Key, None]
+    _dirty_groups: dict[Key, None]
+    _dirty_jobs: set[str]
+
+    def _parse(self, kind: str, key: Key, manifest: Any) -> Any: ...
+    def _template(self, key: Key, job_id: str, version: int) -> TaskInfo: ...
+    def _overlay(self, key: Key, task: TaskInfo) -> None: ...
+    def make_job(self, job_id: str, g: Any, st: Any, held: tuple[TaskInfo, ...]) -> JobInfo: ...
+
 
 _MISSING: Any = object()
 
@@ -97,7 +122,7 @@ class Membership:
 
 
 def freeze_dirty(
-    proj: Projection, m: Membership, prev: ClusterSnapshot, now: float, sid: str
+    proj: DirtySource, m: Membership, prev: ClusterSnapshot, now: float, sid: str
 ) -> ClusterSnapshot | None:
     """The snapshot after the dirty pods, PodGroups and statuses, or None: rebuild whole."""
     pods = proj.objects["Pod"]
