@@ -12,9 +12,10 @@ API's GET /v1/decisions runs.
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from store.codec import CodecError, decode
+from store.codec import CodecError, decode, event_row
 from store.events import (
     DECISIONS,
     BindDecided,
@@ -36,12 +37,14 @@ __all__ = [
     "UPSERT_CYCLE",
     "IndexFields",
     "IndexReader",
+    "IndexedRow",
     "backfill_index",
     "cycle_spans",
     "decision_query",
     "explained_codes",
     "explained_detail",
     "index_fields",
+    "indexed_rows",
 ]
 
 # (cycle, type, job, namespace, pod, queue, node, detail); the seq is added by the writer.
@@ -149,6 +152,22 @@ def index_fields(event: EventBase) -> IndexFields | None:
         return None
     fields: IndexFields = fn(event, tag)
     return fields
+
+
+# One row an append writes: type tag, version, at_ms, idempotency key, encoded body, and the
+# decision-index fields (None for an event that is not a decision).
+IndexedRow = tuple[str, int, int | None, str | None, bytes, IndexFields | None]
+
+
+def indexed_rows(events: Sequence[Event], keys: Sequence[str | None]) -> list[IndexedRow]:
+    """The rows of an append (shared by the SQLite and PostgreSQL logs): an event that cannot be
+    encoded fails the whole batch here, before anything is written."""
+    rows: list[IndexedRow] = []
+    for ev, key in zip(events, keys, strict=True):
+        tag, v, data = event_row(ev)
+        at_ms = getattr(ev, "at_ms", None)
+        rows.append((tag, v, at_ms if isinstance(at_ms, int) else None, key, data, index_fields(ev)))
+    return rows
 
 
 def cycle_spans(rows: list[tuple[Any, ...]]) -> list[tuple[int, int, int]]:

@@ -129,6 +129,14 @@ def check_checkpoint(consumer: str, seq: int) -> None:
         raise ValueError(f"checkpoint: seq must be a non-negative integer, got {seq!r}")
 
 
+def check_snapshot_args(name: str, seq: int) -> None:
+    """A snapshot has a non-empty name and a non-negative seq."""
+    if not isinstance(name, str) or not name:
+        raise ValueError("save_snapshot: the name must be a non-empty string")
+    if isinstance(seq, bool) or not isinstance(seq, int) or seq < 0:
+        raise ValueError(f"save_snapshot: seq must be a non-negative integer, got {seq!r}")
+
+
 def check_read_args(from_seq: int, limit: int) -> None:
     """from_seq and limit are integers; limit is at least 1."""
     if isinstance(from_seq, bool) or not isinstance(from_seq, int):

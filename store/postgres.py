@@ -33,9 +33,9 @@ from typing import Any
 import anyio
 import asyncpg
 
-from store.codec import CodecError, decode, event_row
+from store.codec import CodecError, decode
 from store.events import Event
-from store.index import IndexFields, cycle_spans, decision_query, index_fields
+from store.index import IndexedRow, cycle_spans, decision_query, indexed_rows
 from store.log import (
     CorruptEventError,
     FencedError,
@@ -45,6 +45,7 @@ from store.log import (
     check_append_args,
     check_checkpoint,
     check_read_args,
+    check_snapshot_args,
 )
 from store.pg_schema import check_schema_pg, migrate_pg
 from store.pg_url import is_postgres_url, redact_dsn, to_dollar_params
@@ -108,7 +109,6 @@ _INDEX_COLUMNS = ["seq", "cycle", "type", "job", "namespace", "pod", "queue", "n
 _COPY_FROM = 64  # rows: from this many a batch goes in with COPY (fewer: one INSERT … unnest)
 
 # type, v, at_ms, idem_key, body, decision-index fields (None for a non-decision)
-IndexedRow = tuple[str, int, int | None, str | None, bytes, IndexFields | None]
 
 
 class PostgresEventLog:
@@ -221,11 +221,7 @@ class PostgresEventLog:
         checkpoint: tuple[str, int] | None = None,
     ) -> list[int]:
         keys = check_append_args(len(events), idem_keys, checkpoint)
-        rows: list[IndexedRow] = []
-        for ev, key in zip(events, keys, strict=True):
-            tag, v, data = event_row(ev)  # an event that cannot be encoded fails the whole batch here
-            at_ms = getattr(ev, "at_ms", None)
-            rows.append((tag, v, at_ms if isinstance(at_ms, int) else None, key, data, index_fields(ev)))
+        rows = indexed_rows(events, keys)
         if not rows and checkpoint is None:
             self._check_writable()
             return []
@@ -236,10 +232,7 @@ class PostgresEventLog:
         await self._write([], (consumer, seq), None)
 
     async def save_snapshot(self, name: str, seq: int, data: bytes) -> None:
-        if not isinstance(name, str) or not name:
-            raise ValueError("save_snapshot: the name must be a non-empty string")
-        if isinstance(seq, bool) or not isinstance(seq, int) or seq < 0:
-            raise ValueError(f"save_snapshot: seq must be a non-negative integer, got {seq!r}")
+        check_snapshot_args(name, seq)
         await self._write([], None, (name, seq, bytes(data)))
 
     def _check_writable(self) -> None:

@@ -13,9 +13,9 @@ from typing import Any
 import aiosqlite
 import anyio
 
-from store.codec import CodecError, decode, event_row
+from store.codec import CodecError, decode
 from store.events import Event
-from store.index import INSERT_INDEX, UPSERT_CYCLE, IndexFields, cycle_spans, decision_query, index_fields
+from store.index import INSERT_INDEX, UPSERT_CYCLE, IndexedRow, cycle_spans, decision_query, indexed_rows
 from store.log import (
     CorruptEventError,
     LogClosedError,
@@ -24,6 +24,7 @@ from store.log import (
     check_append_args,
     check_checkpoint,
     check_read_args,
+    check_snapshot_args,
 )
 from store.migrate import check_schema, migrate
 
@@ -44,7 +45,6 @@ _KEY_CHUNK = 500  # idempotency keys looked up per SELECT (well under SQLite's v
 
 Row = tuple[str, int, int | None, str | None, bytes]  # type, v, at_ms, idem_key, body
 # Row plus the decision-index fields of its event (store/index.py), None for a non-decision.
-IndexedRow = tuple[str, int, int | None, str | None, bytes, IndexFields | None]
 
 
 class _KeysExist(Exception):
@@ -312,11 +312,7 @@ class SqliteEventLog:
         checkpoint: tuple[str, int] | None = None,
     ) -> list[int]:
         keys = check_append_args(len(events), idem_keys, checkpoint)
-        rows: list[IndexedRow] = []
-        for ev, key in zip(events, keys, strict=True):
-            tag, v, data = event_row(ev)  # an event that cannot be encoded fails the whole batch here
-            at_ms = getattr(ev, "at_ms", None)
-            rows.append((tag, v, at_ms if isinstance(at_ms, int) else None, key, data, index_fields(ev)))
+        rows = indexed_rows(events, keys)
         if not rows and checkpoint is None:
             self._check_writable()
             return []
@@ -327,10 +323,7 @@ class SqliteEventLog:
         await self._submit([], (consumer, seq), None)
 
     async def save_snapshot(self, name: str, seq: int, data: bytes) -> None:
-        if not isinstance(name, str) or not name:
-            raise ValueError("save_snapshot: the name must be a non-empty string")
-        if isinstance(seq, bool) or not isinstance(seq, int) or seq < 0:
-            raise ValueError(f"save_snapshot: seq must be a non-negative integer, got {seq!r}")
+        check_snapshot_args(name, seq)
         await self._submit([], None, (name, seq, bytes(data)))
 
     def _check_writable(self) -> None:
