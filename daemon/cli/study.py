@@ -142,8 +142,9 @@ def cmd_study(args: argparse.Namespace) -> int:
     if out.exists():
         return bad_input(f"--out: {out} exists (a study writes a new log)")
     many = len(seeds) > 1
-    if not out.parent.is_dir():
-        return bad_input(f"--out: the directory {out.parent} does not exist")
+    existing = next((a for a in out.absolute().parents if a.exists()), None)
+    if existing is not None and not existing.is_dir():
+        return bad_input(f"--out: {existing} is not a directory")
     try:
         pf = pod_file(Path(args.trace))
         pods = read_pods(pf)
@@ -165,6 +166,7 @@ def cmd_study(args: argparse.Namespace) -> int:
             progress=progress,
             engine=engine,
         )
+        out.parent.mkdir(parents=True, exist_ok=True)
         n = log.write(out)
         print(
             f"timeline {args.policy} ({args.engine}): {summary.pods} pods, {summary.placed} placed, "
@@ -174,6 +176,8 @@ def cmd_study(args: argparse.Namespace) -> int:
         return EXIT_OK
     if many:
         out.mkdir(parents=True)
+    else:
+        out.parent.mkdir(parents=True, exist_ok=True)
     for seed in seeds:
         path = out / f"{args.policy}-seed{seed}.db" if many else out
         log = inflation_log(

@@ -223,11 +223,24 @@ def test_bad_input_exits_2_and_writes_nothing(runs: Path, tmp_path: Path) -> Non
         main(["study", "timeline", "--trace", str(trace), "--period", "0", "--out", str(tmp_path / "t.db")])
         == 2
     )
-    assert main(["study", "timeline", "--trace", str(trace), "--out", str(tmp_path / "no" / "t.db")]) == 2
+    assert main(["study", "timeline", "--trace", str(trace), "--out", str(runs / "tl.db" / "t.db")]) == 2
     bad = runs / "not-a-log.db"
     bad.write_text("garbage")
     assert main(["report", "--db", str(bad), "--out", str(tmp_path / "r")]) == 2
     assert sorted(p.name for p in tmp_path.iterdir()) == []
+
+
+def test_study_creates_the_directories_out_names(runs: Path, tmp_path: Path) -> None:
+    """As in docs/studies.md: `--out runs/fgd` with several seeds, or a file in a new directory."""
+    trace = runs / "trace"
+    args = ["study", "inflation", "--trace", str(trace), "--engine", "fast"]
+    assert main([*args, "--seeds", "1-2", "--out", str(tmp_path / "runs" / "fast")]) == 0
+    assert sorted(p.name for p in (tmp_path / "runs" / "fast").iterdir()) == [
+        "binpack-seed1.db",
+        "binpack-seed2.db",
+    ]
+    assert main([*args, "--seeds", "3", "--out", str(tmp_path / "one" / "s3.db")]) == 0
+    assert (tmp_path / "one" / "s3.db").is_file()
 
 
 RECLAIM_PREEMPT_CONF = """\
