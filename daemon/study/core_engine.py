@@ -99,6 +99,9 @@ class CoreCluster:
         if arrival_order:
             objects.append(("cluster", len(objects), _queue_object(INFLATION_QUEUE)))
         self.snapshot: ClusterSnapshot = build_snapshot(objects)
+        # Deviceshare keeps each node's card pools between sessions (rebuilt only where a node's
+        # pods changed): a session over 1,523 nodes no longer re-parses every node's cards.
+        self.snapshot.device_pools = {}
         self.by_name = {n.name: n for n in self.snapshot.nodes}
         self.sessions = 0
 

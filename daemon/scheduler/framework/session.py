@@ -77,6 +77,8 @@ class Session(Combinators):
     ) -> None:
         snap = snapshot.clone()
         self.uid = snap.session_id
+        # Deviceshare's pools kept between sessions (None: built afresh, the default).
+        self.device_pools: dict[str, Any] | None = snap.device_pools
         self._now = snap.now
         # Whether anything read `now` (a session that never did decides the same at any now).
         self.now_read = False

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
+from typing import Any
 
 from daemon.scheduler.model.job import JobInfo
 from daemon.scheduler.model.node import NodeInfo
@@ -26,6 +27,9 @@ class ClusterSnapshot:
     other_tasks: list[TaskInfo] = field(default_factory=list)
     now: float = 0.0
     session_id: str = "session-0"
+    # Opt-in (the study's core engine): deviceshare keeps each node's device pools here between
+    # sessions, reused while the node's inputs and the pool are unchanged; shared by clones.
+    device_pools: dict[str, Any] | None = None
 
     def clone(self) -> ClusterSnapshot:
         """A deep enough copy for a session to mutate freely."""
@@ -41,6 +45,7 @@ class ClusterSnapshot:
             other_tasks=list(self.other_tasks),
             now=self.now,
             session_id=self.session_id,
+            device_pools=self.device_pools,
         )
 
 

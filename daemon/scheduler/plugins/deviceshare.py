@@ -33,7 +33,16 @@ from daemon.scheduler.model.fit import Code, FitError, fit_error
 from daemon.scheduler.model.node import NodeInfo
 from daemon.scheduler.model.task import TaskInfo, TaskStatus
 from daemon.scheduler.plugins.deviceshare_gpushare import GpuSharePool
-from daemon.scheduler.plugins.deviceshare_vgpu import VGpuPool, filter_key
+from daemon.scheduler.plugins.deviceshare_vgpu import (
+    ASSIGNED_IDS,
+    VGPU_CORES,
+    VGPU_MEMORY,
+    VGPU_NUMBER,
+    VGpuPool,
+    filter_key,
+    pod_group_key,
+)
+from daemon.scheduler.plugins.deviceshare_vgpu import REGISTER as VGPU_REGISTER
 
 NAME = "deviceshare"
 GPU_SHARING_ENABLE = "deviceshare.GPUSharingEnable"
@@ -124,6 +133,12 @@ class NodeDevices:
     """The registered device pools of one node, in Volcano's registration order."""
 
     pools: list[Pool] = field(default_factory=list)
+
+
+def _vgpu_states(nd: NodeDevices) -> list[int]:
+    """The change counters of a node's vGPU pools (pools are kept between sessions only when
+    vGPU is the one kind configured)."""
+    return [p.state for p in nd.pools if isinstance(p, VGpuPool)]
 
 
 class DeviceSharePlugin:
@@ -292,6 +307,41 @@ class DeviceSharePlugin:
             if keys and any(k in task.bind_annotations for k in keys):
                 task.bind_annotations = {k: v for k, v in task.bind_annotations.items() if k not in keys}
 
+    # ----------------------------------------------------------------- pools kept between sessions
+    def _inputs(self, node: NodeInfo) -> tuple[object, ...]:
+        """Everything a node's vGPU pools are built from at session open (vGPU only: the kept
+        pools are used only without gpu-share/gpu-number): the plugin's arguments, the node's
+        registration and vGPU allocatable, and each accounted task's uid, cards and group."""
+        alloc = node.allocatable.scalars
+        tasks = tuple(
+            (t.uid, {**t.pod.annotations, **t.bind_annotations}.get(ASSIGNED_IDS), pod_group_key(t))
+            for t in node.tasks.values()
+            if t.status not in (TaskStatus.PIPELINED, TaskStatus.RELEASING)
+        )
+        return (
+            self.args,
+            node.facts.annotations.get(VGPU_REGISTER),
+            tuple(alloc.get(name, 0) for name in (VGPU_NUMBER, VGPU_CORES, VGPU_MEMORY)),
+            tasks,
+        )
+
+    def _reuse(self, kept: dict[str, Any], node: NodeInfo) -> bool:
+        """Use the pools an earlier session built for `node` if it was built from the same inputs
+        and nothing changed them since (every change to a pool bumps its `state`): the same
+        content, so the same answers, and its FilterNode answers are kept with it. False: build."""
+        entry = kept.get(node.name)
+        if entry is None:
+            return False
+        inputs, nd, states = entry
+        if _vgpu_states(nd) != states or inputs != self._inputs(node):
+            return False
+        if nd.pools:
+            self.nodes[node.name] = nd
+            for t in node.tasks.values():
+                if t.status not in (TaskStatus.PIPELINED, TaskStatus.RELEASING):
+                    self.on_node[t.uid] = node.name
+        return True
+
     # ----------------------------------------------------------------- session
     def on_session_open(self, ssn: Session) -> None:
         for w in warnings_for(self.args):
@@ -304,7 +354,10 @@ class DeviceSharePlugin:
         self.node_rows = []
         self.kinds = []
         self.session_locks = set()
+        kept = ssn.device_pools if not (self.args.gpu_sharing or self.args.gpu_number) else None
         for node in ssn.node_list:
+            if kept is not None and self._reuse(kept, node):
+                continue
             nd = self._pools_of(node)
             if not nd.pools:
                 continue
@@ -314,6 +367,8 @@ class DeviceSharePlugin:
                     continue
                 # The cache's pod carries what earlier bindings wrote.
                 self._node_add(t, node.name, {**t.pod.annotations, **t.bind_annotations})
+            if kept is not None:
+                kept[node.name] = (self._inputs(node), nd, _vgpu_states(nd))
         self.allocates_cards = ssn.plugin_option(PREDICATES_PLUGIN) is not None
         if self.nodes and not self.allocates_cards:
             ssn.warnings.append(
