@@ -19,15 +19,12 @@ from __future__ import annotations
 
 import copyreg
 import dataclasses
-import gc
 import hashlib
 import importlib
 import io
 import pickle
 import pkgutil
 import sys
-from collections.abc import Iterator
-from contextlib import contextmanager
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -36,6 +33,7 @@ import msgspec
 
 from daemon.cache.projection import Projection
 from daemon.cache.state import KINDS, BindOverlay, raw_group_of, raw_uid
+from daemon.collector import collector_paused
 from store.events import JobExplained, PodGroupStatusChanged, QueueFigures
 
 __all__ = [
@@ -122,22 +120,6 @@ _ENCODER = msgspec.msgpack.Encoder()
 _DECODER = msgspec.msgpack.Decoder(_Image)
 
 
-@contextmanager
-def _collector_paused() -> Iterator[None]:
-    """No cyclic collection inside (it would traverse the image being built, again and again).
-
-    The daemon loads inside `daemon.runtime.heap.loading()`, which also keeps the collector
-    from traversing the loaded projection right after (a no-op re-enable here, then a freeze).
-    """
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.enable()
-
-
 def _by_constructor(value: Any) -> tuple[Any, ...]:
     """Pickle reduction of a frozen slotted dataclass whose fields are all constructor arguments:
     the class called with its field values (dataclasses' own `__setstate__` looks the fields up
@@ -199,7 +181,7 @@ def snapshot_parts(p: Projection) -> SnapshotParts:
 def encode_parts(parts: SnapshotParts) -> bytes:
     """The bytes of `snapshot_parts` (the image with its pickled parse caches)."""
     image, caches = parts
-    with _collector_paused():  # pickling allocates its memo as it goes; nothing here is garbage
+    with collector_paused():  # pickling allocates its memo as it goes; nothing here is garbage
         blob = _pickled(caches)
         img = msgspec.structs.replace(image, caches=blob, caches_fingerprint=code_fingerprint())
         return _ENCODER.encode(img)
@@ -212,7 +194,7 @@ def encode_projection(p: Projection) -> bytes:
 
 def decode_projection(data: bytes) -> Projection:
     """A projection from `encode_projection` bytes (raises SnapshotFormatError on bad bytes)."""
-    with _collector_paused():
+    with collector_paused():
         return _decode(data)
 
 

@@ -7,12 +7,11 @@ import gc
 import json
 import sys
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 from daemon.cli.exits import EXIT_OK, InputError
+from daemon.collector import collector_paused
 
 __all__ = ["add_parser", "cmd_schedule"]
 
@@ -112,26 +111,10 @@ class _Phases:
         self._wall, self._cpu = wall, cpu
 
 
-@contextmanager
-def _collector_paused() -> Iterator[None]:
-    """No cyclic garbage collection while the command runs.
-
-    Loading a large cluster allocates millions of objects and none of them is garbage; the
-    collector would traverse all of them again and again (about a third of the load time).  The
-    session releases its own reference cycles when it returns, so nothing accumulates without
-    the collector over the few sessions of a dry run; it is collected between cycles anyway.
-    """
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
-
-
 def cmd_schedule(args: argparse.Namespace) -> int:
-    with _collector_paused():
+    # Loading a large cluster allocates millions of objects, none of them garbage (the collector
+    # would take about a third of the load time); the session releases its own reference cycles.
+    with collector_paused():
         return _schedule(args)
 
 

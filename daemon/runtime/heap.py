@@ -30,6 +30,8 @@ import gc
 from collections.abc import Iterator
 from contextlib import contextmanager
 
+from daemon.collector import collector_paused
+
 __all__ = ["HeapSettler", "loading"]
 
 
@@ -39,14 +41,9 @@ def loading() -> Iterator[None]:
     loaded goes straight to the permanent generation (`gc.freeze`): it is long-lived, and the
     full collection its allocations would trigger next traverses all of it (~1-2 s at 100k pods).
     `HeapSettler` collects the whole heap every `full_every` cycles."""
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
+    with collector_paused():
         yield
         gc.freeze()
-    finally:
-        if was_enabled:
-            gc.enable()
 
 
 class HeapSettler:
@@ -68,10 +65,5 @@ class HeapSettler:
     @contextmanager
     def paused(self) -> Iterator[None]:
         """No cyclic collection inside the block (the collector's previous state is restored)."""
-        was_enabled = gc.isenabled()
-        gc.disable()
-        try:
+        with collector_paused():
             yield
-        finally:
-            if was_enabled:
-                gc.enable()
