@@ -39,6 +39,15 @@ class Engine:
     conf_text: str
     percentage_nodes_to_find: int = 0
 
+    def params(self) -> dict[str, object]:
+        """What a run log records of the engine (beside the mode's own parameters)."""
+        return {
+            "engine": CORE,
+            "conf": self.conf_name,
+            "conf_text": self.conf_text,
+            "percentage_nodes_to_find": self.percentage_nodes_to_find,
+        }
+
 
 @dataclass(frozen=True, slots=True)
 class RunSummary:
@@ -76,12 +85,7 @@ def inflation_log(
     }
     core: CoreStep | None = None
     if engine is not None:
-        params.update(
-            engine=CORE,
-            conf=engine.conf_name,
-            conf_text=engine.conf_text,
-            percentage_nodes_to_find=engine.percentage_nodes_to_find,
-        )
+        params.update(engine.params())
         if progress is not None:
             progress(f"{policy} seed {seed}: one core session over {len(workload)} pods")
         core = CoreCluster(
@@ -141,12 +145,7 @@ def timeline_log(
     }
     core: CoreCluster | None = None
     if engine is not None:
-        params.update(
-            engine=CORE,
-            conf=engine.conf_name,
-            conf_text=engine.conf_text,
-            percentage_nodes_to_find=engine.percentage_nodes_to_find,
-        )
+        params.update(engine.params())
         core = CoreCluster(
             nodes, engine.conf, arrival_order=False, percentage_nodes_to_find=engine.percentage_nodes_to_find
         )
