@@ -6,7 +6,7 @@ import argparse
 import sys
 from typing import Any
 
-from daemon.cli.exits import EXIT_OK, bad_input
+from daemon.cli.exits import EXIT_OK, InputError, bad_input
 
 
 def db_arg(value: str | None) -> str | None:
@@ -14,6 +14,21 @@ def db_arg(value: str | None) -> str | None:
     import os
 
     return value or os.environ.get("FUMAROLE_DB") or None
+
+
+def existing_db(value: str | None) -> str:
+    """The log a reading command opens: `--db` or $FUMAROLE_DB, a PostgreSQL URL or an existing
+    file; InputError (exit 2) otherwise."""
+    from pathlib import Path
+
+    from store.backend import is_postgres_url
+
+    db = db_arg(value)
+    if db is None:
+        raise InputError("--db: required (or set FUMAROLE_DB)")
+    if not is_postgres_url(db) and not Path(db).is_file():
+        raise InputError(f"{db}: no such file")
+    return db
 
 
 def add_parsers(sub: Any) -> None:

@@ -11,10 +11,9 @@ from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from daemon.cli.exits import EXIT_OK, bad_input
+from daemon.cli.exits import EXIT_OK, InputError, bad_input
 
 if TYPE_CHECKING:  # annotations only: `fumarole schedule` need not import the API's types
     from api.types import JobDetail, JobHistory
@@ -58,14 +57,12 @@ def cmd_explain(args: argparse.Namespace) -> int:
     ns, sep, name = args.job.partition("/")
     if not sep or not ns or not name or "/" in name:
         return bad_input(f"{args.job!r}: expected <namespace>/<job>")
-    from daemon.cli.eventlog import db_arg
-    from store.backend import is_postgres_url
+    from daemon.cli.eventlog import existing_db
 
-    args.db = db_arg(args.db)
-    if args.db is None:
-        return bad_input("--db: required (or set FUMAROLE_DB)")
-    if not is_postgres_url(args.db) and not Path(args.db).is_file():
-        return bad_input(f"{args.db}: no such file")
+    try:
+        args.db = existing_db(args.db)
+    except InputError as e:
+        return bad_input(str(e))
     try:
         detail = anyio.run(_explain, args.db, ns, name)
     except LogError as e:

@@ -18,7 +18,7 @@ from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
 from typing import Any
 
-from daemon.cli.exits import EXIT_DIFFERENT, EXIT_OK, bad_input
+from daemon.cli.exits import EXIT_DIFFERENT, EXIT_OK, InputError, bad_input
 
 __all__ = ["add_parser", "cmd_replay", "report_json", "report_table"]
 
@@ -93,14 +93,13 @@ def cmd_replay(args: argparse.Namespace) -> int:
         return bad_input("--from: must be 1 or more")
     if args.to_seq is not None and args.to_seq < args.from_seq:
         return bad_input("--to: must not be below --from")
-    from daemon.cli.eventlog import db_arg
-    from store.backend import describe_db, is_postgres_url
+    from daemon.cli.eventlog import existing_db
+    from store.backend import describe_db
 
-    db = db_arg(args.db)
-    if db is None:
-        return bad_input("--db: required (or set FUMAROLE_DB)")
-    if not is_postgres_url(db) and not Path(db).is_file():
-        return bad_input(f"{db}: no such file")
+    try:
+        db = existing_db(args.db)
+    except InputError as e:
+        return bad_input(str(e))
     alternative = None
     alt_hash = ""
     if args.conf:

@@ -14,10 +14,9 @@ from __future__ import annotations
 import argparse
 import socket
 import sys
-from pathlib import Path
 from typing import Any
 
-from daemon.cli.exits import EXIT_BAD_INPUT, EXIT_OK, bad_input
+from daemon.cli.exits import EXIT_BAD_INPUT, EXIT_OK, InputError, bad_input
 from daemon.runtime.listen import ListenError, bind_error, bind_listen
 
 __all__ = ["add_parser", "cmd_serve"]
@@ -94,14 +93,12 @@ def cmd_serve(args: argparse.Namespace) -> int:
         )
     if args.workers < 1:
         return bad_input(f"--workers must be at least 1, got {args.workers}")
-    from daemon.cli.eventlog import db_arg
-    from store.backend import is_postgres_url
+    from daemon.cli.eventlog import existing_db
 
-    args.db = db_arg(args.db)
-    if args.db is None:
-        return bad_input("--db: required (or set FUMAROLE_DB)")
-    if not is_postgres_url(args.db) and not Path(args.db).is_file():
-        return bad_input(f"{args.db}: no such file")
+    try:
+        args.db = existing_db(args.db)
+    except InputError as e:
+        return bad_input(str(e))
     if args.workers > 1 and not args.worker_of:
         return _supervise(args.db, host, port, args.workers, jaeger_url)
     sock = None
