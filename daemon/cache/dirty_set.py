@@ -33,6 +33,15 @@ from store.events import PodGroupStatusChanged
 __all__ = ["DirtySource", "Membership", "freeze_dirty"]
 
 
+JobEntry = tuple[Any, Any, int, tuple[TaskInfo, ...], JobInfo]
+
+
+def job_unchanged(entry: JobEntry, group: Any, status: Any, version: int, held: tuple[TaskInfo, ...]) -> bool:
+    """Whether a cached job was built from this PodGroup record, folded status, model version and
+    tasks (compared by identity: TaskInfo has no __eq__), so that its JobInfo can be shared."""
+    return entry[0] is group and entry[1] is status and entry[2] == version and entry[3] == held
+
+
 class DirtySource(Protocol):
     """What a dirty freeze reads and writes of the projection (`daemon.cache.projection.Projection`
     is one; named structurally so that this module need not import the projection, which imports it)."""
@@ -46,7 +55,7 @@ class DirtySource(Protocol):
     _idents: dict[Key, tuple[str, bool]]
     _task_cache: dict[Key, tuple[TaskInfo, Any, Any, TaskInfo]]
     _node_cache: dict[str, tuple[Any, tuple[TaskInfo, ...], NodeInfo]]
-    _job_cache: dict[str, tuple[Any, Any, int, tuple[TaskInfo, ...], JobInfo]]
+    _job_cache: dict[str, JobEntry]
     _ordinal: dict[Key, int]
     _dirty_pods: dict[Key, None]
     _dirty_groups: dict[Key, None]
@@ -282,13 +291,7 @@ def freeze_dirty(
         st = proj.pg_status.get((ns_name, name))
         held_tasks = tuple(task_of(k) for k in sorted(keys, key=ordinal))
         cached_job = proj._job_cache.get(job_id)
-        if (
-            cached_job is not None
-            and cached_job[0] is g
-            and cached_job[1] is st
-            and cached_job[2] == version
-            and cached_job[3] == held_tasks
-        ):
+        if cached_job is not None and job_unchanged(cached_job, g, st, version, held_tasks):
             job_entries[job_id] = cached_job
             jobs[job_id] = cached_job[4]
             continue

@@ -21,7 +21,7 @@ from collections.abc import Iterable
 from dataclasses import replace
 from typing import Any
 
-from daemon.cache.dirty_set import Membership, freeze_dirty
+from daemon.cache.dirty_set import Membership, freeze_dirty, job_unchanged
 from daemon.cache.state import DEFAULT_SCHEDULER_NAMES, Key, ProjectionState
 from daemon.manifests import BUILTIN_PRIORITY_CLASSES, ManifestError, ObjectDecoder
 from daemon.scheduler.model.job import Condition, JobInfo
@@ -474,13 +474,7 @@ class Projection(ProjectionState):
             st = self.pg_status.get((ns_name, name)) if g is not None else None
             held = tuple(of_job.get(job_id, no_tasks))
             cached_job = self._job_cache.get(job_id)
-            if (
-                cached_job is not None
-                and cached_job[0] is g
-                and cached_job[1] is st
-                and cached_job[2] == version
-                and cached_job[3] == held
-            ):
+            if cached_job is not None and job_unchanged(cached_job, g, st, version, held):
                 job_cache[job_id] = cached_job
                 snap.jobs[job_id] = cached_job[4]
                 continue
