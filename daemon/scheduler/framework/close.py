@@ -50,7 +50,7 @@ def update_job_statuses(ssn: Session) -> list[str]:
     jobs = ssn.jobs
     for uid in sorted(jobs):
         job = jobs[uid]
-        index = job.index
+        index = job.peek_index()
         status = job.status
         running = len(index.get(TaskStatus.RUNNING, _NONE))
         succeeded = len(index.get(TaskStatus.SUCCEEDED, _NONE))

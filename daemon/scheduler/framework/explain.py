@@ -20,10 +20,10 @@ UNBOUND = (TaskStatus.PENDING, TaskStatus.PIPELINED, TaskStatus.ALLOCATED)
 
 def gang_summary(job: JobInfo) -> str:
     schedulable = job.ready_task_num()
-    for t in job.tasks_in(TaskStatus.PENDING):
+    for t in job.peek_in(TaskStatus.PENDING).values():
         if t.last_tx is not None and t.last_tx[0] in ALLOCATED_STATUSES:
             schedulable += 1
-    return f"gang: {schedulable}/{len(job.tasks)} tasks schedulable (minMember {job.min_available})"
+    return f"gang: {schedulable}/{job.task_num()} tasks schedulable (minMember {job.min_available})"
 
 
 def task_reason(ssn: Session, job: JobInfo, task: TaskInfo) -> str:
@@ -73,7 +73,15 @@ def pending_reasons(ssn: Session) -> dict[str, str]:
     out: dict[str, str] = {}
     for uid in sorted(ssn.jobs):
         job = ssn.jobs[uid]
+        if not (
+            job.count(TaskStatus.PENDING)
+            or job.count(TaskStatus.PIPELINED)
+            or job.count(TaskStatus.ALLOCATED)
+        ):
+            continue
         # Filtered before sorting (same order: the sort is stable and keys are unique in a job).
-        for t in sorted((t for t in job.tasks.values() if t.status in UNBOUND), key=lambda t: t.key):
+        # Read-only: a job the session never touched hands out the snapshot's tasks (equal values).
+        unbound = (t for t in job.peek_tasks().values() if t.status in UNBOUND)
+        for t in sorted(unbound, key=lambda t: t.key):
             out[t.key] = task_reason(ssn, job, t)
     return out

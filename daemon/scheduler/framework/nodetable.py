@@ -89,7 +89,7 @@ class NodeTable:
             self.releasing[:] = np.array([values(n.releasing) for n in nodes], dtype=np.float64)
             self.pipelined[:] = np.array([values(n.pipelined) for n in nodes], dtype=np.float64)
             self.future_idle[:] = self.idle + self.releasing - self.pipelined
-            self.pod_count[:] = [len(n.tasks) for n in nodes]
+            self.pod_count[:] = [n.pod_count() for n in nodes]
             self.max_pods[:] = [n.max_task_num for n in nodes]
             self.version[:] = 1
         for i, n in enumerate(nodes):
@@ -125,7 +125,7 @@ class NodeTable:
         self.releasing[i] = self.values(node.releasing)
         self.pipelined[i] = self.values(node.pipelined)
         self.future_idle[i] = self.idle[i] + self.releasing[i] - self.pipelined[i]
-        self.pod_count[i] = len(node.tasks)
+        self.pod_count[i] = node.pod_count()
         self.version[i] += 1
 
     def request_columns(self, task: TaskInfo) -> tuple[list[int], list[float]]:

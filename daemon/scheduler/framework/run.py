@@ -18,6 +18,7 @@ from daemon.scheduler.framework.close import update_job_statuses, update_queue_a
 from daemon.scheduler.framework.conf import SchedulerConf, unknown_plugin_message
 from daemon.scheduler.framework.explain import pending_reasons
 from daemon.scheduler.framework.session import Eviction, Session
+from daemon.scheduler.model.fingerprint import SnapshotChangedError, fingerprint, first_difference
 from daemon.scheduler.model.job import Condition
 from daemon.scheduler.model.snapshot import ClusterSnapshot
 from daemon.scheduler.model.task import TaskStatus
@@ -79,6 +80,16 @@ def known_plugins() -> frozenset[str]:
     return frozenset(registry.PLUGINS)
 
 
+_guard = False
+
+
+def guard_snapshots(on: bool = True) -> None:
+    """Debug guard (tests switch it on): fingerprint every session's snapshot before and after the
+    session and raise `SnapshotChangedError` if the session wrote to it (model/fingerprint.py)."""
+    global _guard
+    _guard = on
+
+
 def run_session(
     snapshot: ClusterSnapshot,
     conf: SchedulerConf,
@@ -86,9 +97,31 @@ def run_session(
     tracer_provider: TracerProvider | None = None,
     explain: bool = True,
     search: SearchOptions | None = None,
+    whole_copy: bool = False,
 ) -> SessionResult:
     """One session; `search` overrides the node search flags (Volcano's --minimum-feasible-nodes,
-    --minimum-percentage-nodes-to-find, --percentage-nodes-to-find) of the actions that search."""
+    --minimum-percentage-nodes-to-find, --percentage-nodes-to-find) of the actions that search.
+
+    `whole_copy` opens the session on a whole copy of the snapshot instead of a copy-on-write one
+    (the same decisions, slower: the reference the tests compare against)."""
+    if not _guard:
+        return _run_session(snapshot, conf, tracer_provider, explain, search, whole_copy)
+    before = fingerprint(snapshot)
+    result = _run_session(snapshot, conf, tracer_provider, explain, search, whole_copy)
+    diff = first_difference(before, fingerprint(snapshot))
+    if diff is not None:
+        raise SnapshotChangedError(f"session {result.session_id} changed its snapshot: {diff}")
+    return result
+
+
+def _run_session(
+    snapshot: ClusterSnapshot,
+    conf: SchedulerConf,
+    tracer_provider: TracerProvider | None,
+    explain: bool,
+    search: SearchOptions | None,
+    whole_copy: bool,
+) -> SessionResult:
     tracer = (
         tracer_provider.get_tracer(TRACER_NAME)
         if tracer_provider is not None
@@ -100,7 +133,7 @@ def run_session(
             raise UnknownActionError(f"action {a!r} is not implemented by Fumarole")
     with tracer.start_as_current_span("session") as root:
         t_open = time.perf_counter()
-        ssn = Session(snapshot, conf, measure_callbacks=measuring)
+        ssn = Session(snapshot, conf, measure_callbacks=measuring, whole_copy=whole_copy)
         root.set_attribute("session.id", ssn.uid)
         root.set_attribute("session.jobs", len(ssn.jobs))
         root.set_attribute("session.nodes", len(ssn.node_list))
@@ -221,6 +254,9 @@ def _result(ssn: Session, changed: list[str], explain: bool) -> SessionResult:
     }
     bind_annotations: dict[str, dict[str, str]] = {}
     for job in ssn.jobs.values():
+        # A job the session never materialised bound nothing (dispatch changes the job's index).
+        if not job.materialised:
+            continue
         for t in job.tasks.values():
             if t.bind_annotations and t.key in ssn.binds:
                 bind_annotations[t.key] = dict(sorted(t.bind_annotations.items()))

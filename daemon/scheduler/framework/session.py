@@ -73,9 +73,17 @@ class Session(Combinators):
     """One scheduling cycle over a private copy of the snapshot."""
 
     def __init__(
-        self, snapshot: ClusterSnapshot, conf: SchedulerConf, *, measure_callbacks: bool = False
+        self,
+        snapshot: ClusterSnapshot,
+        conf: SchedulerConf,
+        *,
+        measure_callbacks: bool = False,
+        whole_copy: bool = False,
     ) -> None:
-        snap = snapshot.clone()
+        # Copy-on-write (ClusterSnapshot.clone): opening costs what the session touches; the
+        # snapshot is never written to.  `whole_copy` clones every task now instead (the
+        # reference the tests compare against).
+        snap = snapshot.deep_clone() if whole_copy else snapshot.clone()
         self.uid = snap.session_id
         # Deviceshare's pools kept between sessions (None: built afresh, the default).
         self.device_pools: dict[str, Any] | None = snap.device_pools
@@ -105,10 +113,9 @@ class Session(Combinators):
         }
         extra_dims: set[str] = set()
         for j in self.jobs.values():
-            for t in j.tasks.values():
-                scalars = t.resreq.scalars
-                if scalars:
-                    extra_dims.update(scalars)
+            dims = j.scalar_dims()
+            if dims:
+                extra_dims.update(dims)
         self.table = NodeTable(self.node_list, extra_dims)
         # The plugins opened for this session, by name (run.py fills it).  Their contract,
         # framework/plugin.py, depends on this module; the session needs nothing of it.

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
 from daemon.scheduler.model.fit import FitErrors
 from daemon.scheduler.model.resources import Resource
@@ -19,6 +21,8 @@ PHASE_INQUEUE = "Inqueue"
 PHASE_RUNNING = "Running"
 PHASE_UNKNOWN = "Unknown"
 PHASE_COMPLETED = "Completed"
+
+_EMPTY: Mapping[str, TaskInfo] = {}
 
 _READY_SET = frozenset(
     {TaskStatus.BOUND, TaskStatus.BINDING, TaskStatus.RUNNING, TaskStatus.ALLOCATED, TaskStatus.SUCCEEDED}
@@ -61,7 +65,14 @@ class PodGroupStatus:
 
 
 class JobInfo:
-    """A PodGroup and its tasks, indexed by status, as Volcano's JobInfo."""
+    """A PodGroup and its tasks, indexed by status, as Volcano's JobInfo.
+
+    Copy-on-write (`cow_clone`, what a session opens with): the copy shares the original's task
+    dict, status index and sums until the first access to `tasks` or `index` (which hands out
+    tasks or changes them), which gives it its own clones (`_materialise`).  `_tasks` and
+    `_index` always name the current ones (shared or own): the read-only helpers read them, so
+    counting never copies.  `peek_tasks` / `peek_in` hand them out read-only.
+    """
 
     def __init__(
         self,
@@ -98,6 +109,12 @@ class JobInfo:
         self.has_pod_group = has_pod_group
         self.tasks: dict[str, TaskInfo] = {}
         self.index: dict[TaskStatus, dict[str, TaskInfo]] = {}
+        # The current task dict and status index: the same objects as `tasks` / `index`, or (in an
+        # unmaterialised copy-on-write clone, which has neither) the original's, read-only.
+        self._tasks = self.tasks
+        self._index = self.index
+        # Scalar resource names of the tasks' requests (None: recompute from `_tasks`).
+        self._scalar_dims: frozenset[str] | None = frozenset()
         self.allocated = Resource()
         self.total_request = Resource()
         self.pending_best_effort = 0
@@ -112,13 +129,85 @@ class JobInfo:
         # order gives, and `clone` copies them instead of recomputing.
         self.only_added = True
 
+    # ----------------------------------------------------------------- copy-on-write
+    if not TYPE_CHECKING:  # (hidden from mypy, which would let any attribute name pass)
+
+        def __getattr__(self, name: str) -> Any:
+            """Only reached for `tasks` / `index` of an unmaterialised clone: materialise it."""
+            if name == "tasks" or name == "index":
+                self._materialise()
+                return self.__dict__[name]
+            raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+
+    @property
+    def materialised(self) -> bool:
+        """Whether this job has its own tasks (an unmaterialised clone still shares them)."""
+        return "tasks" in self.__dict__
+
+    def _materialise(self) -> None:
+        """Own clones of the shared tasks, index and sums: what `clone` gives, taken now.
+
+        Only `cow_clone` of an `only_added` job leaves a job unmaterialised, and nothing wrote
+        to it since (every writer goes through `tasks` / `index` first), so copying the sums
+        and filling the index in task order is exactly `clone`'s fast path.
+        """
+        d = self.__dict__
+        tasks: dict[str, TaskInfo] = {}
+        index: dict[TaskStatus, dict[str, TaskInfo]] = {}
+        for uid, t in self._tasks.items():
+            c = t.clone()
+            tasks[uid] = c
+            bucket = index.get(c.status)
+            if bucket is None:
+                index[c.status] = bucket = {}
+            bucket[uid] = c
+        d["tasks"] = d["_tasks"] = tasks
+        d["index"] = d["_index"] = index
+        d["allocated"] = self.allocated.clone()
+        d["total_request"] = self.total_request.clone()
+
+    def peek_tasks(self) -> Mapping[str, TaskInfo]:
+        """The tasks by uid, read-only: neither change them nor keep them past the call.
+
+        Never copies (an unmaterialised clone hands out the original's tasks, equal in value).
+        """
+        return self._tasks
+
+    def peek_in(self, status: TaskStatus) -> Mapping[str, TaskInfo]:
+        """The tasks in `status` by uid, in `tasks_in` order, read-only (see `peek_tasks`)."""
+        return self._index.get(status) or _EMPTY
+
+    def peek_index(self) -> Mapping[TaskStatus, Mapping[str, TaskInfo]]:
+        """The status index, read-only (see `peek_tasks`)."""
+        return self._index
+
+    def task_num(self) -> int:
+        """len(tasks), without copying."""
+        return len(self._tasks)
+
+    def scalar_dims(self) -> frozenset[str]:
+        """The scalar resource names the tasks request (the session's node table columns)."""
+        dims = self._scalar_dims
+        if dims is None:
+            found: set[str] = set()
+            for t in self._tasks.values():
+                if t.resreq.scalars:
+                    found.update(t.resreq.scalars)
+            dims = self.__dict__["_scalar_dims"] = frozenset(found)
+        return dims
+
     # ----------------------------------------------------------------- membership
     def add_task(self, task: TaskInfo) -> None:
-        if task.uid in self.tasks:
+        tasks = self.tasks
+        if task.uid in tasks:
             self.only_added = False
-        self.tasks[task.uid] = task
+            self._scalar_dims = None
+        tasks[task.uid] = task
         self._index_add(task)
         self.total_request.add(task.resreq)
+        scalars = task.resreq.scalars
+        if scalars and self._scalar_dims is not None and not self._scalar_dims.issuperset(scalars):
+            self._scalar_dims = self._scalar_dims.union(scalars)
 
     def delete_task(self, task: TaskInfo) -> None:
         t = self.tasks.pop(task.uid, None)
@@ -126,6 +215,8 @@ class JobInfo:
             return
         self.total_request.sub(t.resreq)
         self._index_del(t)
+        if t.resreq.scalars:
+            self._scalar_dims = None
 
     def _index_add(self, task: TaskInfo) -> None:
         bucket = self.index.setdefault(task.status, {})
@@ -157,10 +248,13 @@ class JobInfo:
 
     # ----------------------------------------------------------------- counters
     def count(self, status: TaskStatus) -> int:
-        b = self.index.get(status)
+        b = self._index.get(status)
         return len(b) if b else 0
 
     def tasks_in(self, status: TaskStatus) -> list[TaskInfo]:
+        """The tasks in `status` (the session's own: materialises the job unless there are none)."""
+        if not self._index.get(status):
+            return []
         b = self.index.get(status)
         return list(b.values()) if b else []
 
@@ -185,7 +279,7 @@ class JobInfo:
         return sum(self.count(s) for s in SCHEDULED_STATUSES)
 
     def releasing_scheduled_task_num(self) -> int:
-        return sum(1 for t in self.tasks_in(TaskStatus.RELEASING) if t.node_name)
+        return sum(1 for t in self.peek_in(TaskStatus.RELEASING).values() if t.node_name)
 
     def is_ready(self) -> bool:
         return self.ready_task_num() + self.pending_best_effort >= self.min_available
@@ -210,10 +304,10 @@ class JobInfo:
     ) -> Counter[str]:
         occupied: Counter[str] = Counter()
         for st in statuses:
-            for t in self.index.get(st, {}).values():
+            for t in self.peek_in(st).values():
                 occupied[t.role] += 1
         if pending_best_effort:
-            for t in self.index.get(TaskStatus.PENDING, {}).values():
+            for t in self.peek_in(TaskStatus.PENDING).values():
                 if t.best_effort:
                     occupied[t.role] += 1
         return occupied
@@ -254,8 +348,9 @@ class JobInfo:
     # ----------------------------------------------------------------- fit errors
     def fit_failed_roles(self) -> set[str]:
         roles = set()
+        tasks = self._tasks
         for tid in self.nodes_fit_errors:
-            t = self.tasks.get(tid)
+            t = tasks.get(tid)
             if t is not None:
                 roles.add(t.role)
         return roles
@@ -266,10 +361,10 @@ class JobInfo:
         return task.role in self.fit_failed_roles()
 
     def need_continue_allocating(self) -> bool:
-        if self.min_available == len(self.tasks):
+        if self.min_available == len(self._tasks):
             return False
         failed = self.fit_failed_roles()
-        pending: Counter[str] = Counter(t.role for t in self.tasks_in(TaskStatus.PENDING))
+        pending: Counter[str] = Counter(t.role for t in self.peek_in(TaskStatus.PENDING).values())
         if self.min_available < self.task_min_total:
             left = sum(cnt for role, cnt in pending.items() if role not in failed)
             return self.ready_task_num() + left >= self.min_available
@@ -285,14 +380,14 @@ class JobInfo:
     def fit_error(self) -> str:
         """Job-level FitError() text (api/job_info.go)."""
         reasons: Counter[str] = Counter()
-        for status, bucket in self.index.items():
+        for status, bucket in self._index.items():
             reasons[status.label] += len(bucket)
         reasons["minAvailable"] = self.min_available
         head = "pod group is ready" if self.is_ready() else "pod group is not ready"
         parts = sorted(f"{v} {k}" for k, v in reasons.items())
         msg = f"{head}, {', '.join(parts)}"
         pend: Counter[str] = Counter()
-        for t in self.tasks_in(TaskStatus.PENDING):
+        for t in self.peek_in(TaskStatus.PENDING).values():
             st = t.last_tx[0] if t.last_tx is not None else t.status
             if st is TaskStatus.ALLOCATED:
                 pend["Schedulable"] += 1
@@ -305,7 +400,7 @@ class JobInfo:
         if self.job_fit_errors:
             msg += f". Origin reason is: {self.job_fit_errors}"
         else:
-            for t in sorted(self.tasks.values(), key=lambda t: t.uid):
+            for t in sorted(self._tasks.values(), key=lambda t: t.uid):
                 fe = self.nodes_fit_errors.get(t.uid)
                 if fe is not None:
                     msg += f". Origin reason is {t.name}: {fe.message()}"
@@ -313,14 +408,34 @@ class JobInfo:
         return msg
 
     # ----------------------------------------------------------------- copies
+    def cow_clone(self) -> JobInfo:
+        """A copy for a session: shares the tasks, index and sums until first use (class docstring).
+
+        The original must not change while the copy is in use (a frozen snapshot's jobs never do).
+        A job whose tasks were ever removed or moved is cloned whole (`clone`), as it always was.
+        """
+        if not self.only_added and self.materialised:
+            return self.clone()
+        j = JobInfo.__new__(JobInfo)
+        d = j.__dict__
+        d.update(self.__dict__)
+        d.pop("tasks", None)
+        d.pop("index", None)
+        d["status"] = self.status.clone()
+        d["nodes_fit_errors"] = {}
+        d["job_fit_errors"] = ""
+        d["only_added"] = True
+        return j
+
     def clone(self) -> JobInfo:
+        """A whole, independent copy (every task cloned now)."""
         j = JobInfo.__new__(JobInfo)
         j.__dict__.update(self.__dict__)
         j.task_min_available = dict(self.task_min_available)
         j.status = self.status.clone()
         j.annotations = dict(self.annotations)
-        j.tasks = {}
-        j.index = {}
+        j.tasks = j._tasks = {}
+        j.index = j._index = {}
         j.allocated = Resource()
         j.total_request = Resource()
         j.pending_best_effort = 0
@@ -328,14 +443,15 @@ class JobInfo:
         j.nodes_fit_errors = {}
         j.job_fit_errors = ""
         j.only_added = True
+        j._scalar_dims = frozenset()
         if not self.only_added:
-            for t in self.tasks.values():
+            for t in self._tasks.values():
                 j.add_task(t.clone())
             return j
         # Same state as adding the clones in order (see `only_added`), without the arithmetic.
         tasks = j.tasks
         index = j.index
-        for uid, t in self.tasks.items():
+        for uid, t in self._tasks.items():
             c = t.clone()
             tasks[uid] = c
             bucket = index.get(c.status)
@@ -346,6 +462,7 @@ class JobInfo:
         j.total_request = self.total_request.clone()
         j.pending_best_effort = self.pending_best_effort
         j.ready_count = self.ready_count
+        j._scalar_dims = self._scalar_dims
         return j
 
     def __repr__(self) -> str:

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from daemon.scheduler.model.resources import PODS, Resource
 from daemon.scheduler.model.task import Taint, TaskInfo, TaskStatus
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Mapping
 
 
 class NodeError(Exception):
@@ -28,9 +28,18 @@ class NodeFacts:
 
 
 class NodeInfo:
-    """Volcano's NodeInfo: FutureIdle = Idle + Releasing - Pipelined."""
+    """Volcano's NodeInfo: FutureIdle = Idle + Releasing - Pipelined.
+
+    Copy-on-write (`cow_clone`, what a session opens with): the copy shares the original's task
+    copies until the first access to `tasks` (which hands them out), which clones them
+    (`_materialise`); `_tasks` always names the current dict (read by `pod_count` and
+    `peek_tasks`).  The accounting vectors (idle, used, releasing, pipelined) are shared until
+    the first `add_task` / `remove_task`, the only writers, copies them (`_owns_accounting`).
+    """
 
     __slots__ = (
+        "_owns_accounting",
+        "_tasks",
         "allocatable",
         "capability",
         "facts",
@@ -62,9 +71,34 @@ class NodeInfo:
         self.pipelined = Resource()
         self.max_task_num = int(allocatable.scalars.get(PODS, 0))
         self.tasks: dict[str, TaskInfo] = {}
+        self._tasks = self.tasks
+        self._owns_accounting = True
         self.index = -1
         # Set by the session's node table to mirror accounting into its arrays.
         self.on_change: Callable[[NodeInfo], None] | None = None
+
+    # ----------------------------------------------------------------- copy-on-write
+    if not TYPE_CHECKING:  # (hidden from mypy, which would let any attribute name pass)
+
+        def __getattr__(self, name: str) -> Any:
+            """Only reached for `tasks` of an unmaterialised clone (an unset slot): materialise."""
+            if name == "tasks":
+                tasks = {uid: t.clone() for uid, t in self._tasks.items()}
+                self.tasks = self._tasks = tasks
+                return tasks
+            raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+
+    def peek_tasks(self) -> Mapping[str, TaskInfo]:
+        """The tasks on the node by uid, read-only: neither change them nor keep them past the
+        session's use of the node (an unmaterialised clone hands out the original's, equal in value)."""
+        return self._tasks
+
+    def _own_accounting(self) -> None:
+        self.idle = self.idle.clone()
+        self.used = self.used.clone()
+        self.releasing = self.releasing.clone()
+        self.pipelined = self.pipelined.clone()
+        self._owns_accounting = True
 
     def future_idle(self) -> Resource:
         return self.idle.clone().add(self.releasing).sub(self.pipelined)
@@ -100,6 +134,8 @@ class NodeInfo:
         if task.status is TaskStatus.BINDING and not task.resreq.less_equal(self.idle):
             raise NodeError(f"task <{task.key}> binding on node <{self.name}> without idle resources")
         ti = task.clone()
+        if not self._owns_accounting:
+            self._own_accounting()
         self._add_resource(ti.status, ti.resreq)
         task.node_name = self.name
         ti.node_name = self.name
@@ -111,6 +147,8 @@ class NodeInfo:
         ti = self.tasks.pop(task.uid, None)
         if ti is None:
             raise NodeError(f"task <{task.key}> not on node <{self.name}>")
+        if not self._owns_accounting:
+            self._own_accounting()
         self._sub_resource(ti.status, ti.resreq)
         if self.on_change is not None:
             self.on_change(self)
@@ -120,9 +158,30 @@ class NodeInfo:
         self.add_task(task)
 
     def pod_count(self) -> int:
-        return len(self.tasks)
+        return len(self._tasks)
+
+    def cow_clone(self) -> NodeInfo:
+        """A copy for a session: shares the task copies and accounting until first use (see the
+        class docstring).  The original must not change while the copy is in use (a frozen
+        snapshot's nodes never do)."""
+        n = object.__new__(NodeInfo)
+        n.name = self.name
+        n.allocatable = self.allocatable
+        n.capability = self.capability
+        n.facts = self.facts
+        n.idle = self.idle
+        n.used = self.used
+        n.releasing = self.releasing
+        n.pipelined = self.pipelined
+        n._owns_accounting = False
+        n.max_task_num = int(self.allocatable.scalars.get(PODS, 0))
+        n._tasks = self._tasks
+        n.index = -1
+        n.on_change = None
+        return n
 
     def clone(self) -> NodeInfo:
+        """A whole, independent copy (every task cloned now)."""
         n = object.__new__(NodeInfo)
         n.name = self.name
         n.allocatable = self.allocatable
@@ -133,7 +192,8 @@ class NodeInfo:
         n.releasing = self.releasing.clone()
         n.pipelined = self.pipelined.clone()
         n.max_task_num = int(self.allocatable.scalars.get(PODS, 0))
-        n.tasks = {uid: t.clone() for uid, t in self.tasks.items()}
+        n.tasks = n._tasks = {uid: t.clone() for uid, t in self._tasks.items()}
+        n._owns_accounting = True
         n.index = -1
         n.on_change = None
         return n

@@ -32,9 +32,24 @@ class ClusterSnapshot:
     device_pools: dict[str, Any] | None = None
 
     def clone(self) -> ClusterSnapshot:
-        """A deep enough copy for a session to mutate freely."""
+        """A copy for a session to mutate freely, copy-on-write: each job and node shares the
+        snapshot's tasks until the session first uses them (JobInfo / NodeInfo `cow_clone`).
+
+        The snapshot must not change while the copy is in use; the session never writes to it
+        (tests/scheduler/test_cow_session.py checks every object before and after).
+        """
+        nodes = [n.cow_clone() for n in self.nodes]
+        jobs = {uid: j.cow_clone() for uid, j in self.jobs.items()}
+        return self._with(nodes, jobs)
+
+    def deep_clone(self) -> ClusterSnapshot:
+        """A whole copy: every job's and node's tasks cloned now (what `clone` did before it was
+        copy-on-write; the reference the tests compare sessions against)."""
         nodes = [n.clone() for n in self.nodes]
         jobs = {uid: j.clone() for uid, j in self.jobs.items()}
+        return self._with(nodes, jobs)
+
+    def _with(self, nodes: list[NodeInfo], jobs: dict[str, JobInfo]) -> ClusterSnapshot:
         queues = {name: _clone_queue(q) for name, q in self.queues.items()}
         return ClusterSnapshot(
             nodes=nodes,

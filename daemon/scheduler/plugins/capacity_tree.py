@@ -149,8 +149,9 @@ class JobUsage:
 def job_usage(job: JobInfo) -> JobUsage:
     """What one job adds to its queue: allocated, request (allocated + pending), inqueue, elastic."""
     allocated, request, inqueue = Resource(), Resource(), Resource()
-    for st in sorted(job.index):
-        bucket = job.index[st]
+    index = job.peek_index()
+    for st in sorted(index):
+        bucket = index[st]
         if st in ALLOCATED_STATUSES:
             for uid in sorted(bucket):
                 allocated.add(bucket[uid].resreq)

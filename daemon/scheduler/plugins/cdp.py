@@ -43,7 +43,7 @@ class CooldownProtectionPlugin:
     def on_session_open(self, ssn: Session) -> None:
         now_ns = to_nanos(ssn.now)
         for uid in sorted(ssn.jobs):
-            for t in sorted(ssn.jobs[uid].tasks.values(), key=lambda t: t.uid):
+            for t in sorted(ssn.jobs[uid].peek_tasks().values(), key=lambda t: t.uid):
                 raw = t.pod.labels.get(COOLDOWN_KEY, t.pod.annotations.get(COOLDOWN_KEY))
                 if raw is not None and cooldown_time(t) is None:
                     ssn.warnings.append(

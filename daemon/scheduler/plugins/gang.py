@@ -37,7 +37,7 @@ def job_valid(job: JobInfo) -> ValidateResult | None:
 def schedulable_task_num(job: JobInfo) -> int:
     """Ready tasks plus Pending tasks whose last (discarded) transaction was an allocation."""
     num = 0
-    for t in job.tasks_in(TaskStatus.PENDING):
+    for t in job.peek_in(TaskStatus.PENDING).values():
         status = t.last_tx[0] if t.last_tx is not None else t.status
         if status in ALLOCATED_STATUSES:
             num += 1
@@ -118,13 +118,13 @@ class GangPlugin:
     def on_session_close(self, ssn: Session) -> None:
         for uid in sorted(ssn.jobs):
             job = ssn.jobs[uid]
-            if not job.tasks:
+            if not job.task_num():
                 continue
             if not job.is_ready():
                 if should_skip_unschedulable_for_releasing(job):
                     continue
                 unready = job.min_available - schedulable_task_num(job)
-                msg = f"{unready}/{len(job.tasks)} tasks in gang unschedulable: {job.fit_error()}"
+                msg = f"{unready}/{job.task_num()} tasks in gang unschedulable: {job.fit_error()}"
                 set_condition(job, Condition(UNSCHEDULABLE, "True", NOT_ENOUGH_RESOURCES, msg, ssn.uid))
             else:
                 set_condition(job, Condition(SCHEDULED, "True", READY_REASON, "", ssn.uid))

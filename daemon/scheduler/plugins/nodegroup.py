@@ -237,7 +237,7 @@ class NodeGroupPlugin:
             if attr is None:
                 continue
             for status in sorted(ALLOCATED_STATUSES):
-                for task in sorted(job.tasks_in(status), key=lambda t: t.uid):
+                for task in sorted(job.peek_in(status).values(), key=lambda t: t.uid):
                     self.add_allocated(ssn, attr, task)
 
         def node_order(task: TaskInfo, node: NodeInfo) -> float:

@@ -59,7 +59,7 @@ class PriorityPlugin:
             return victims, cb.PERMIT
 
         def job_starving(job: JobInfo) -> bool:
-            return job.ready_task_num() + job.waiting_task_num() < len(job.tasks)
+            return job.ready_task_num() + job.waiting_task_num() < job.task_num()
 
         ssn.register(cb.TASK_ORDER, NAME, task_order)
         ssn.register(cb.JOB_ORDER, NAME, job_order)

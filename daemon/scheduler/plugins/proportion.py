@@ -126,7 +126,7 @@ class ProportionPlugin:
             # as task by task); only the pending tasks are summed here.
             attr.allocated.add(job.allocated)
             attr.request.add(job.allocated)
-            for t in job.index.get(TaskStatus.PENDING, {}).values():
+            for t in job.peek_in(TaskStatus.PENDING).values():
                 attr.request.add(t.resreq)
             if job.min_resources is not None:
                 if job.status.phase == PHASE_INQUEUE:

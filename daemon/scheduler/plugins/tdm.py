@@ -109,7 +109,7 @@ def job_budget(job: JobInfo) -> DisruptionBudget:
 def max_pod_evict_num(job: JobInfo) -> int:
     """getMaxPodEvictNum: how many running tasks of the job may be evicted at once."""
     running = job.count(TaskStatus.RUNNING)
-    total = len(job.tasks)
+    total = job.task_num()
     budget = job_budget(job)
     if budget.max_unavailable:
         max_unavailable = int_or_percent(budget.max_unavailable, total)

@@ -33,7 +33,7 @@ def inqueue_resource(job: JobInfo, allocated: Resource) -> Resource:
 
 def sch_gated_resources(job: JobInfo) -> Resource:
     total = Resource()
-    for t in job.tasks_in(TaskStatus.PENDING):
+    for t in job.peek_in(TaskStatus.PENDING).values():
         if t.sch_gated:
             total.add(t.resreq)
     return total

@@ -114,7 +114,7 @@ class NodeMirror:
             (group_of.setdefault(nd.facts.taints, len(group_of)) for nd in nodes), dtype=np.int64, count=n
         )
         self.taint_sets: list[tuple[Taint, ...]] = list(group_of)
-        self.pods: list[dict[str, TaskInfo]] = [dict(nd.tasks) for nd in nodes]
+        self.pods: list[dict[str, TaskInfo]] = [dict(nd.peek_tasks()) for nd in nodes]
         self.row_of: dict[str, int] = {}
         self.affinity_of: dict[str, PodAffinity] = {}
         self.ports_of: dict[str, tuple[PortTriple, ...]] = {}
