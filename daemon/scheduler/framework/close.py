@@ -46,7 +46,8 @@ def update_job_statuses(ssn: Session) -> list[str]:
     """
     changed = []
     sid = ssn.uid
-    old = ssn.pod_group_old
+    # The snapshot's jobs: the session never writes to them, so their status is the old one.
+    old = ssn.snapshot_jobs
     jobs = ssn.jobs
     for uid in sorted(jobs):
         job = jobs[uid]
@@ -75,7 +76,7 @@ def update_job_statuses(ssn: Session) -> list[str]:
         status.running = running
         status.failed = failed
         status.succeeded = succeeded
-        if status.comparable() != old.get(uid):
+        if not status.same_as(old[uid].status):
             changed.append(uid)
     return changed
 

@@ -235,8 +235,9 @@ def _result(ssn: Session, changed: list[str], explain: bool) -> SessionResult:
     podgroups: dict[str, PodGroupOutcome] = {}
     for uid in sorted(ssn.jobs):
         job = ssn.jobs[uid]
-        for t in sorted(job.tasks_in(TaskStatus.PIPELINED), key=lambda t: t.key):
-            pipelined[t.key] = t.node_name
+        if job.peek_in(TaskStatus.PIPELINED):
+            for t in sorted(job.tasks_in(TaskStatus.PIPELINED), key=lambda t: t.key):
+                pipelined[t.key] = t.node_name
         st = job.status
         podgroups[uid] = PodGroupOutcome(st.phase, list(st.conditions), st.running, st.succeeded, st.failed)
     queues: dict[str, dict[str, Any]] = {}

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import time
 from collections import defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -108,9 +108,8 @@ class Session(Combinators):
             if not job.has_pod_group or job.queue not in self.queues:
                 continue
             self.jobs[uid] = job
-        self.pod_group_old: dict[str, tuple[object, ...]] = {
-            uid: j.status.comparable() for uid, j in self.jobs.items()
-        }
+        # The snapshot's own jobs (read-only): close compares their PodGroup status with the new one.
+        self.snapshot_jobs: Mapping[str, JobInfo] = snapshot.jobs
         extra_dims: set[str] = set()
         for j in self.jobs.values():
             dims = j.scalar_dims()

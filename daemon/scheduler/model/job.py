@@ -58,6 +58,28 @@ class PodGroupStatus:
             self.failed,
         )
 
+    def shared_copy(self) -> PodGroupStatus:
+        """A copy whose condition list is its own but whose Condition objects are shared (they are
+        never changed in place: a new condition replaces the old one in the list)."""
+        return PodGroupStatus(self.phase, list(self.conditions), self.running, self.succeeded, self.failed)
+
+    def same_as(self, other: PodGroupStatus) -> bool:
+        """`comparable() == other.comparable()`, without building the tuples."""
+        if (
+            self.phase != other.phase
+            or self.running != other.running
+            or self.succeeded != other.succeeded
+            or self.failed != other.failed
+            or len(self.conditions) != len(other.conditions)
+        ):
+            return False
+        for a, b in zip(self.conditions, other.conditions, strict=True):
+            if a is not b and (
+                a.type != b.type or a.status != b.status or a.reason != b.reason or a.message != b.message
+            ):
+                return False
+        return True
+
     def comparable(self) -> tuple[object, ...]:
         """What decides whether the PodGroup must be written (transition ids/times ignored)."""
         conds = tuple((c.type, c.status, c.reason, c.message) for c in self.conditions)
@@ -421,7 +443,7 @@ class JobInfo:
         d.update(self.__dict__)
         d.pop("tasks", None)
         d.pop("index", None)
-        d["status"] = self.status.clone()
+        d["status"] = self.status.shared_copy()
         d["nodes_fit_errors"] = {}
         d["job_fit_errors"] = ""
         d["only_added"] = True
