@@ -273,35 +273,46 @@ def _many_running_one_pending() -> ClusterSnapshot:
             }
         )
         for p in range(2):
-            node = f"n{(2 * j + p) % 19}" if running else ""
+            node = f"n{(2 * j + p) % 20}" if running else ""
             phase = "Running" if running else "Pending"
             objs.append(_pod(f"j{j:02d}-{p}", f"j{j:02d}", 1, "", node, phase, {}))
     return build_snapshot([("gen.yaml", i, o) for i, o in enumerate(objs)])
 
 
 def test_a_session_copies_only_the_jobs_and_nodes_it_changes() -> None:
-    """29 running gangs and one pending gang of 2 pods, 20 nodes (n19 empty): opening the session
-    copies no task; placing the pending gang copies that job and the nodes it lands on only."""
+    """29 running gangs and one pending gang of 2 pods on 20 nodes: opening the session
+    copies no task; placing the pending gang copies that job's tasks, and gives the nodes it lands
+    on their own task dicts (their running tasks still shared: nothing handed them out)."""
     snap = _many_running_one_pending()
     ssn = open_session(snap, parse_conf(CONFS["default"], source="default"))
     assert not any(j.materialised for j in ssn.jobs.values())
-    assert not any(_node_materialised(n) for n in ssn.node_list)
+    assert {_node_state(n) for n in ssn.node_list} == {"shared"}
     run_actions(ssn, "enqueue", "allocate", "backfill")
     update_job_statuses(ssn)
     pending_reasons(ssn)
     assert sorted(ssn.binds) == ["ns/j29-0", "ns/j29-1"]
     assert [uid for uid, j in ssn.jobs.items() if j.materialised] == ["ns/j29"]
     placed_on = set(ssn.binds.values())
-    touched = {n.name for n in ssn.node_list if _node_materialised(n)}
-    assert touched == placed_on
+    assert {n.name: _node_state(n) for n in ssn.node_list if _node_state(n) != "shared"} == {
+        name: "own dict" for name in placed_on
+    }
+    # Handing a node's tasks out copies the ones still shared, not the session's own.
+    node = ssn.nodes[sorted(placed_on)[0]]
+    own = {uid: t for uid, t in node.peek_tasks().items() if t.job == "ns/j29"}
+    snapshot_tasks = next(n for n in snap.nodes if n.name == node.name).tasks
+    handed = node.tasks
+    assert _node_state(node) == "copied"
+    assert own and snapshot_tasks
+    assert all(handed[uid] is t for uid, t in own.items())
+    assert all(handed[uid] is not t for uid, t in snapshot_tasks.items())
 
 
-def _node_materialised(node: Any) -> bool:
+def _node_state(node: Any) -> str:
     try:
         type(node).__dict__["tasks"].__get__(node, type(node))
     except AttributeError:
-        return False
-    return True
+        return "shared" if node.peek_tasks() is node._src else "own dict"
+    return "copied"
 
 
 def test_the_guard_catches_a_session_that_writes_to_its_snapshot(monkeypatch: pytest.MonkeyPatch) -> None:

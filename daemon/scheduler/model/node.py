@@ -31,14 +31,17 @@ class NodeInfo:
     """Volcano's NodeInfo: FutureIdle = Idle + Releasing - Pipelined.
 
     Copy-on-write (`cow_clone`, what a session opens with): the copy shares the original's task
-    copies until the first access to `tasks` (which hands them out), which clones them
-    (`_materialise`); `_tasks` always names the current dict (read by `pod_count` and
+    dict (`_src`) until `add_task` / `remove_task` gives it its own (a shallow copy: the
+    original's task objects stay shared, the added ones are the copy's own), and the original's
+    task objects until the first access to `tasks` (which hands them out) clones those still
+    shared (`__getattr__`); `_tasks` always names the current dict (read by `pod_count` and
     `peek_tasks`).  The accounting vectors (idle, used, releasing, pipelined) are shared until
     the first `add_task` / `remove_task`, the only writers, copies them (`_owns_accounting`).
     """
 
     __slots__ = (
         "_owns_accounting",
+        "_src",
         "_tasks",
         "allocatable",
         "capability",
@@ -72,6 +75,8 @@ class NodeInfo:
         self.max_task_num = int(allocatable.scalars.get(PODS, 0))
         self.tasks: dict[str, TaskInfo] = {}
         self._tasks = self.tasks
+        # The original's task dict while this copy-on-write copy may still share task objects.
+        self._src: dict[str, TaskInfo] | None = None
         self._owns_accounting = True
         self.index = -1
         # Set by the session's node table to mirror accounting into its arrays.
@@ -83,8 +88,10 @@ class NodeInfo:
         def __getattr__(self, name: str) -> Any:
             """Only reached for `tasks` of an unmaterialised clone (an unset slot): materialise."""
             if name == "tasks":
-                tasks = {uid: t.clone() for uid, t in self._tasks.items()}
+                src = self._src if self._src is not None else {}
+                tasks = {uid: t.clone() if src.get(uid) is t else t for uid, t in self._tasks.items()}
                 self.tasks = self._tasks = tasks
+                self._src = None
                 return tasks
             raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
 
@@ -92,6 +99,13 @@ class NodeInfo:
         """The tasks on the node by uid, read-only: neither change them nor keep them past the
         session's use of the node (an unmaterialised clone hands out the original's, equal in value)."""
         return self._tasks
+
+    def _own_dict(self) -> dict[str, TaskInfo]:
+        """The task dict to change: a shallow copy of the original's while it is still shared."""
+        tasks = self._tasks
+        if tasks is self._src:
+            tasks = self._tasks = dict(tasks)
+        return tasks
 
     def _own_accounting(self) -> None:
         self.idle = self.idle.clone()
@@ -129,7 +143,8 @@ class NodeInfo:
     def add_task(self, task: TaskInfo) -> None:
         if task.node_name and task.node_name != self.name:
             raise NodeError(f"task <{task.key}> already on another node <{task.node_name}>")
-        if task.uid in self.tasks:
+        tasks = self._own_dict()
+        if task.uid in tasks:
             raise NodeError(f"task <{task.key}> already on node <{self.name}>")
         if task.status is TaskStatus.BINDING and not task.resreq.less_equal(self.idle):
             raise NodeError(f"task <{task.key}> binding on node <{self.name}> without idle resources")
@@ -139,12 +154,12 @@ class NodeInfo:
         self._add_resource(ti.status, ti.resreq)
         task.node_name = self.name
         ti.node_name = self.name
-        self.tasks[task.uid] = ti
+        tasks[task.uid] = ti
         if self.on_change is not None:
             self.on_change(self)
 
     def remove_task(self, task: TaskInfo) -> None:
-        ti = self.tasks.pop(task.uid, None)
+        ti = self._own_dict().pop(task.uid, None)
         if ti is None:
             raise NodeError(f"task <{task.key}> not on node <{self.name}>")
         if not self._owns_accounting:
@@ -175,7 +190,7 @@ class NodeInfo:
         n.pipelined = self.pipelined
         n._owns_accounting = False
         n.max_task_num = int(self.allocatable.scalars.get(PODS, 0))
-        n._tasks = self._tasks
+        n._tasks = n._src = self._tasks
         n.index = -1
         n.on_change = None
         return n
@@ -193,6 +208,7 @@ class NodeInfo:
         n.pipelined = self.pipelined.clone()
         n.max_task_num = int(self.allocatable.scalars.get(PODS, 0))
         n.tasks = n._tasks = {uid: t.clone() for uid, t in self._tasks.items()}
+        n._src = None
         n._owns_accounting = True
         n.index = -1
         n.on_change = None
