@@ -35,6 +35,7 @@ from daemon.manifests import build_snapshot
 from daemon.scheduler.framework.conf import SchedulerConf
 from daemon.scheduler.framework.placement import SearchOptions
 from daemon.scheduler.framework.run import SessionResult, run_session
+from daemon.scheduler.model.node_derived import NodeDerived
 from daemon.scheduler.model.snapshot import ClusterSnapshot
 from daemon.scheduler.model.task import TaskStatus
 from daemon.study.manifests import NAMESPACE, card_uuid, cluster_objects, node_manifest
@@ -99,9 +100,9 @@ class CoreCluster:
         if arrival_order:
             objects.append(("cluster", len(objects), _queue_object(INFLATION_QUEUE)))
         self.snapshot: ClusterSnapshot = build_snapshot(objects)
-        # Deviceshare keeps each node's card pools between sessions (rebuilt only where a node's
-        # pods changed): a session over 1,523 nodes no longer re-parses every node's cards.
-        self.snapshot.device_pools = {}
+        # What sessions derive from each node (node table rows, node mirror, deviceshare's card
+        # pools) is kept between sessions and rebuilt only where a node changed.
+        self.snapshot.derived = NodeDerived()
         self.by_name = {n.name: n for n in self.snapshot.nodes}
         self.sessions = 0
 

@@ -20,6 +20,7 @@ from daemon.scheduler.framework.conf import PluginOption, SchedulerConf, Tier
 from daemon.scheduler.framework.nodetable import IntArray, NodeTable
 from daemon.scheduler.model.job import PHASE_INQUEUE, PHASE_PENDING, JobInfo
 from daemon.scheduler.model.node import NodeInfo
+from daemon.scheduler.model.node_derived import NodeDerived
 from daemon.scheduler.model.queue import NamespaceInfo, PriorityClassInfo, QueueInfo
 from daemon.scheduler.model.resources import Resource
 from daemon.scheduler.model.snapshot import ClusterSnapshot
@@ -75,10 +76,11 @@ class Session(Combinators):
     def __init__(
         self, snapshot: ClusterSnapshot, conf: SchedulerConf, *, measure_callbacks: bool = False
     ) -> None:
+        # What earlier sessions derived from the snapshot's (unchanged) nodes: model/node_derived.py.
+        kept = snapshot.derived if snapshot.derived is not None else NodeDerived()
+        self.derived = kept.open(snapshot.nodes)
         snap = snapshot.clone()
         self.uid = snap.session_id
-        # Deviceshare's pools kept between sessions (None: built afresh, the default).
-        self.device_pools: dict[str, Any] | None = snap.device_pools
         self._now = snap.now
         # Whether anything read `now` (a session that never did decides the same at any now).
         self.now_read = False
@@ -109,7 +111,7 @@ class Session(Combinators):
                 scalars = t.resreq.scalars
                 if scalars:
                     extra_dims.update(scalars)
-        self.table = NodeTable(self.node_list, extra_dims)
+        self.table = NodeTable(self.node_list, extra_dims, self.derived)
         # The plugins opened for this session, by name (run.py fills it).  Their contract,
         # framework/plugin.py, depends on this module; the session needs nothing of it.
         self.plugins: dict[str, object] = {}
