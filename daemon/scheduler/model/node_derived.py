@@ -9,12 +9,12 @@ slot dict that holds what earlier sessions derived from that node while it is un
 rows whose node changed since the last open (when the node list has the same names in the same
 order), so that whole-table structures can patch those rows only.
 
-A node counts as unchanged while it is the same object and its inputs pass a cheap check: the same
-allocatable, capability and facts objects and the same task objects, in order (adding, removing
-or updating a task always puts a new TaskInfo in `NodeInfo.tasks`).  The daemon's freeze shares
-unchanged NodeInfo objects between snapshots and builds a new one for a changed node; the study
-engine changes its nodes through NodeInfo's methods, which the check sees.  A session never
-changes snapshot objects (it works on clones).
+A node counts as unchanged while the snapshot holds the same NodeInfo object: whoever hands
+snapshots with a cache to sessions never changes a NodeInfo in place once a session saw it, but
+puts a new one (a clone, changed) in its place.  The daemon's freeze does so already (it shares
+unchanged NodeInfo objects between snapshots and builds a new one for a changed node); the study
+engine replaces each node it folds a bind or a completion into.  A session never changes snapshot
+objects (it works on clones).  The key costs one identity test per node and session.
 
 The cache is outside the decision inputs: what a slot holds must be exactly what a cold build
 would derive (components that keep objects a session mutates check them before reuse, as
@@ -29,32 +29,8 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from daemon.scheduler.model.node import NodeInfo
-    from daemon.scheduler.model.task import TaskInfo
 
 __all__ = ["DerivedView", "NodeDerived"]
-
-
-class _Entry:
-    """One node object, the inputs it was checked against, and what was derived from it."""
-
-    __slots__ = ("allocatable", "capability", "facts", "node", "slots", "tasks")
-
-    def __init__(self, node: NodeInfo, tasks: tuple[TaskInfo, ...]) -> None:
-        self.node = node
-        self.allocatable = node.allocatable
-        self.capability = node.capability
-        self.facts = node.facts
-        self.tasks = tasks
-        self.slots: dict[str, Any] = {}
-
-    def holds(self, node: NodeInfo, tasks: tuple[TaskInfo, ...]) -> bool:
-        return (
-            self.node is node
-            and self.allocatable is node.allocatable
-            and self.capability is node.capability
-            and self.facts is node.facts
-            and self.tasks == tasks  # TaskInfo has no __eq__: compared by identity
-        )
 
 
 class DerivedView:
@@ -92,43 +68,41 @@ class DerivedView:
 
 
 class NodeDerived:
-    """The cache: an entry per node name, and the whole-table structures of the last node list."""
+    """The cache: per row of the last node list, that node object and its slot dict, and the
+    whole-table structures kept at the last open."""
 
-    __slots__ = ("_entries", "_names", "epoch", "whole")
+    __slots__ = ("_names", "_nodes", "_slots", "epoch", "whole")
 
     def __init__(self) -> None:
-        self._entries: dict[str, _Entry] = {}
-        self._names: list[str] | None = None
+        self._names: list[str] = []
+        self._nodes: list[NodeInfo] = []
+        self._slots: list[dict[str, Any]] = []
         self.whole: dict[str, tuple[int, Any]] = {}
         self.epoch = 0
 
     def __len__(self) -> int:
-        return len(self._entries)
+        return len(self._nodes)
 
     def open(self, nodes: Sequence[NodeInfo]) -> DerivedView:
         """The view for a session over `nodes` (the snapshot's own node objects, in session order)."""
-        old = self._entries
-        entries: dict[str, _Entry] = {}
-        slots: list[dict[str, Any]] = []
-        changed: list[int] = []
-        names: list[str] = []
-        for row, node in enumerate(nodes):
-            tasks = tuple(node.tasks.values())
-            e = old.get(node.name)
-            if e is None or not e.holds(node, tasks):
-                e = _Entry(node, tasks)
-                changed.append(row)
-            entries[node.name] = e
-            slots.append(e.slots)
-            names.append(node.name)
         self.epoch += 1
-        if len(entries) != len(names):
-            # Two nodes of one name: keep nothing (each open derives afresh).
-            self._entries, self._names, self.whole = {}, None, {}
-            return DerivedView([{} for _ in nodes], None, {}, self.epoch)
-        same = names == self._names
-        self._entries = entries
-        self._names = names
-        if not same:
+        names = [n.name for n in nodes]
+        if names == self._names:
+            prev = self._nodes
+            changed = [i for i, (a, b) in enumerate(zip(prev, nodes, strict=True)) if a is not b]
+            slots = self._slots
+            for i in changed:
+                slots[i] = {}
+        else:
+            # Another node list: what was derived is kept by name where the node is the same object.
+            by_name = {n.name: (n, s) for n, s in zip(self._nodes, self._slots, strict=True)}
+            slots = []
+            for n in nodes:
+                hit = by_name.get(n.name)
+                slots.append(hit[1] if hit is not None and hit[0] is n else {})
+            changed = None
             self.whole = {}
-        return DerivedView(slots, changed if same else None, self.whole, self.epoch)
+        self._names = names
+        self._nodes = list(nodes)
+        self._slots = slots
+        return DerivedView(list(slots), changed, self.whole, self.epoch)
