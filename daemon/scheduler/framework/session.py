@@ -22,7 +22,6 @@ from daemon.scheduler.model.job import PHASE_INQUEUE, PHASE_PENDING, JobInfo
 from daemon.scheduler.model.node import NodeInfo
 from daemon.scheduler.model.node_derived import NodeDerived
 from daemon.scheduler.model.queue import NamespaceInfo, PriorityClassInfo, QueueInfo
-from daemon.scheduler.model.resources import Resource
 from daemon.scheduler.model.snapshot import ClusterSnapshot
 from daemon.scheduler.model.task import TaskInfo, TaskStatus
 
@@ -93,9 +92,7 @@ class Session(Combinators):
         self.priority_classes: dict[str, PriorityClassInfo] = snap.priority_classes
         self.node_list: list[NodeInfo] = snap.nodes
         self.nodes: dict[str, NodeInfo] = {n.name: n for n in snap.nodes}
-        self.total_resource = Resource()
-        for n in self.node_list:
-            self.total_resource.add(n.allocatable)
+        self.total_resource = kept.total_allocatable(self.derived, snapshot.nodes)
         # Volcano drops jobs without a PodGroup or whose queue does not exist.
         for uid in sorted(snap.jobs):
             job = snap.jobs[uid]

@@ -27,10 +27,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from daemon.scheduler.model.resources import Resource
+
 if TYPE_CHECKING:
     from daemon.scheduler.model.node import NodeInfo
 
 __all__ = ["DerivedView", "NodeDerived"]
+
+TOTAL_KEY = "total_allocatable"
 
 
 class DerivedView:
@@ -106,3 +110,20 @@ class NodeDerived:
         self._nodes = list(nodes)
         self._slots = slots
         return DerivedView(list(slots), changed, self.whole, self.epoch)
+
+    def total_allocatable(self, view: DerivedView, nodes: Sequence[NodeInfo]) -> Resource:
+        """The sum of the nodes' allocatable, added in node order (a fresh object): the last sum
+        again while no node changed its allocatable object, else summed afresh."""
+        hit = view.current(TOTAL_KEY)
+        if hit is not None:
+            allocs: list[Resource] = hit[0]
+            kept: Resource = hit[1]
+            assert view.changed is not None
+            if all(nodes[i].allocatable is allocs[i] for i in view.changed):
+                view.keep(TOTAL_KEY, hit)
+                return kept.clone()
+        total = Resource()
+        for n in nodes:
+            total.add(n.allocatable)
+        view.keep(TOTAL_KEY, ([n.allocatable for n in nodes], total.clone()))
+        return total

@@ -224,7 +224,9 @@ class NodeMirror:
         self.any_unschedulable = static.any_unschedulable
         self.taint_gid: IntArray = static.taint_gid
         self.taint_sets: list[tuple[Taint, ...]] = static.taint_sets
-        self.pods: list[dict[str, TaskInfo]] = [dict(nd.tasks) for nd in nodes]
+        self.pods: list[dict[str, TaskInfo]] = [{} for _ in range(n)]
+        for row in kept.occupied:
+            self.pods[row] = dict(nodes[row].tasks)
         self.row_of: dict[str, int] = {}
         self.affinity_of: dict[str, PodAffinity] = {}
         self.ports_of: dict[str, tuple[PortTriple, ...]] = {}
