@@ -41,6 +41,7 @@ DEFAULT_MEMORY_REQUEST = 200 * 1024 * 1024
 WATCH_LIMIT = 512
 ROW_WATCH_LIMIT = 128
 MIRROR_KEY = "node_mirror"
+_NO_PODS: dict[str, TaskInfo] = {}  # never written: `add` replaces it by a row's own dict
 Pair = tuple[str, str]
 PairCounts = dict[Pair, int]
 PortTriple = tuple[str, str, int]
@@ -224,7 +225,8 @@ class NodeMirror:
         self.any_unschedulable = static.any_unschedulable
         self.taint_gid: IntArray = static.taint_gid
         self.taint_sets: list[tuple[Taint, ...]] = static.taint_sets
-        self.pods: list[dict[str, TaskInfo]] = [{} for _ in range(n)]
+        # Rows without pods share one empty dict until `add` gives them their own.
+        self.pods: list[dict[str, TaskInfo]] = [_NO_PODS] * n
         for row in kept.occupied:
             self.pods[row] = dict(nodes[row].tasks)
         self.row_of: dict[str, int] = {}
@@ -291,9 +293,12 @@ class NodeMirror:
     def add(self, task: TaskInfo, row: int) -> None:
         """NodeInfo.AddPodInfo (a pod already on the node is left as it is)."""
         uid = task.uid
-        if uid in self.pods[row]:
+        pods = self.pods[row]
+        if uid in pods:
             return
-        self.pods[row][uid] = task
+        if pods is _NO_PODS:
+            pods = self.pods[row] = {}
+        pods[uid] = task
         self.row_of[uid] = row
         self._account(row, task, 1)
         pod = task.pod
