@@ -25,6 +25,7 @@ from daemon.runtime.cycle import CycleDecisions, decide, session_id
 from daemon.runtime.heap import HeapSettler
 from daemon.runtime.session_memo import SessionMemo
 from daemon.runtime.telemetry import trace_id_hex
+from daemon.scheduler.model.node_derived import NodeDerived
 from daemon.scheduler.model.snapshot import ClusterSnapshot
 from daemon.scheduler.model.task import TaskStatus
 from store.events import BindDecided, EvictDecided, PodGroupStatusChanged
@@ -92,6 +93,9 @@ class CycleRunner:
         self._warned: set[str] = set()
         self.heap = HeapSettler()
         self.memo = SessionMemo()
+        # What sessions derive from each node, handed from one cycle's snapshot to the next
+        # (the freeze shares unchanged NodeInfo objects): daemon/scheduler/model/node_derived.py.
+        self.derived = NodeDerived()
 
     async def run_cycle(self, writer: Writer) -> CycleSummary:
         conf_events = self.conf.poll()
@@ -102,6 +106,7 @@ class CycleRunner:
         t_freeze = time.perf_counter()
         with self.heap.paused():
             snapshot: ClusterSnapshot = self.projection.freeze(cycle=self.cycle + 1)
+        snapshot.derived = self.derived
         generation: int = self.projection.generation
         t_gc = time.perf_counter()
         freeze_s = t_gc - t_freeze

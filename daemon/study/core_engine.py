@@ -35,8 +35,10 @@ from daemon.manifests import build_snapshot
 from daemon.scheduler.framework.conf import SchedulerConf
 from daemon.scheduler.framework.placement import SearchOptions
 from daemon.scheduler.framework.run import SessionResult, run_session
+from daemon.scheduler.model.node import NodeInfo
+from daemon.scheduler.model.node_derived import NodeDerived
 from daemon.scheduler.model.snapshot import ClusterSnapshot
-from daemon.scheduler.model.task import TaskStatus
+from daemon.scheduler.model.task import TaskInfo, TaskStatus
 from daemon.study.manifests import NAMESPACE, card_uuid, cluster_objects, node_manifest
 from daemon.study.placement import Placement
 from daemon.study.trace import TraceNode, TracePod
@@ -99,10 +101,13 @@ class CoreCluster:
         if arrival_order:
             objects.append(("cluster", len(objects), _queue_object(INFLATION_QUEUE)))
         self.snapshot: ClusterSnapshot = build_snapshot(objects)
-        # Deviceshare keeps each node's card pools between sessions (rebuilt only where a node's
-        # pods changed): a session over 1,523 nodes no longer re-parses every node's cards.
-        self.snapshot.device_pools = {}
-        self.by_name = {n.name: n for n in self.snapshot.nodes}
+        # What sessions derive from each node (node table rows, node mirror, deviceshare's card
+        # pools) is kept between sessions and rebuilt only where a node changed.
+        self.snapshot.derived = NodeDerived()
+        self.row_of = {n.name: i for i, n in enumerate(self.snapshot.nodes)}
+        # Pods not yet bound: pod key -> (job uid, task), for folding a session's binds.
+        self.waiting: dict[str, tuple[str, TaskInfo]] = {}
+        self.bound_jobs: dict[str, str] = {}  # the last session's bound pod keys -> job uid
         self.sessions = 0
 
     def _add(self, pods: Sequence[tuple[TracePod, int]]) -> None:
@@ -119,19 +124,87 @@ class CoreCluster:
                 job.priority = 0
                 job.status.phase = "Inqueue"
             self.snapshot.jobs[uid] = job
+            for t in job.tasks.values():
+                self.waiting[t.key] = (uid, t)
 
     def run(self, pods: Sequence[tuple[TracePod, int]], now_s: float) -> CoreStep:
         """Add `pods` (with their arrival times in ms) as pending, run one session at `now_s`,
         and keep its binds: the bound pods run on their nodes from now on."""
-        from daemon.cli.dry_run import apply_result
-
         self._add(pods)
         self.sessions += 1
         self.snapshot.now = now_s
         self.snapshot.session_id = f"study-{self.sessions}"
         result = run_session(self.snapshot, self.conf, explain=False, search=self.search)
-        apply_result(self.snapshot, result)
+        self._fold(result)
         return self._step(result)
+
+    def _node(self, name: str) -> NodeInfo | None:
+        """The snapshot's node `name`, replaced by a clone first: a node a session saw is never
+        changed in place (model/node_derived.py: what sessions derived from it stays valid while
+        the snapshot holds the same object)."""
+        row = self.row_of.get(name)
+        if row is None:
+            return None
+        node = self.snapshot.nodes[row].clone()
+        self.snapshot.nodes[row] = node
+        return node
+
+    def _fold(self, result: SessionResult) -> None:
+        """The session's decisions folded into the snapshot as `apply_result` folds them (the
+        bound pods run on their nodes, PodGroup statuses), changed nodes replaced."""
+        self.bound_jobs = {
+            key: self.waiting[key][0]
+            for key in result.bind_order
+            if key in self.waiting and result.binds.get(key) is not None
+        }
+        if result.evictions:
+            # Not with the study presets (no preempt or reclaim): the general fold.
+            from daemon.cli.dry_run import apply_result
+
+            for ev in result.evictions:
+                self._node(ev.node)
+            for key in result.bind_order:
+                node_name = result.binds.get(key)
+                if node_name is not None:
+                    self._node(node_name)
+            apply_result(self.snapshot, result)
+            self.waiting = {
+                t.key: (uid, t)
+                for uid, job in self.snapshot.jobs.items()
+                for t in job.tasks.values()
+                if t.status == TaskStatus.PENDING
+            }
+        else:
+            replaced: dict[str, NodeInfo | None] = {}
+            for key in result.bind_order:
+                node_name = result.binds.get(key)
+                hit = self.waiting.pop(key, None) if node_name is not None else None
+                if node_name is None or hit is None:
+                    continue
+                node = replaced.get(node_name) if node_name in replaced else self._node(node_name)
+                replaced[node_name] = node
+                if node is None:
+                    continue
+                job_uid, task = hit
+                job = self.snapshot.jobs[job_uid]
+                job.update_task_status(task, TaskStatus.RUNNING)
+                task.node_name = node_name
+                task.last_tx = None
+                # The binder writes these on the pod (deviceshare's card choice): later cycles see them.
+                task.bind_annotations = dict(result.bind_annotations.get(key, {}))
+                if task.uid in node.tasks:
+                    node.update_task(task)
+                else:
+                    node.add_task(task)
+            for uid, pg in result.podgroups.items():
+                pg_job = self.snapshot.jobs.get(uid)
+                if pg_job is None:
+                    continue
+                pg_job.status.phase = pg.phase
+                pg_job.status.conditions = list(pg.conditions)
+                pg_job.status.running = pg.running
+                pg_job.status.succeeded = pg.succeeded
+                pg_job.status.failed = pg.failed
 
     def _step(self, result: SessionResult) -> CoreStep:
         placed: dict[str, Placement] = {}
@@ -146,10 +219,9 @@ class CoreCluster:
             ann = result.bind_annotations.get(key, {})
             placed[name] = Placement(self.rows[node], cards_of(node, ann.get(ASSIGNED_IDS, "")))
             annotations[name] = ann
-        for job in self.snapshot.jobs.values():
-            for t in job.tasks.values():
-                if t.name in placed:
-                    queues[t.name] = job.queue
+            job_uid = self.bound_jobs.get(key)
+            if job_uid is not None:
+                queues[name] = self.snapshot.jobs[job_uid].queue
         return CoreStep(placed, annotations, queues)
 
     def drop_pending(self) -> list[str]:
@@ -159,6 +231,8 @@ class CoreCluster:
             job = self.snapshot.jobs[uid]
             if all(t.status == TaskStatus.PENDING for t in job.tasks.values()):
                 gone.extend(t.name for t in job.tasks.values())
+                for t in job.tasks.values():
+                    self.waiting.pop(t.key, None)
                 del self.snapshot.jobs[uid]
         return gone
 
@@ -167,6 +241,9 @@ class CoreCluster:
         uid = f"{NAMESPACE}/podgroup-{NAMESPACE}-{pod.name}"
         job = self.snapshot.jobs.pop(uid)
         for t in list(job.tasks.values()):
-            node = self.by_name.get(t.node_name)
-            if node is not None and t.uid in node.tasks:
+            self.waiting.pop(t.key, None)
+            row = self.row_of.get(t.node_name)
+            if row is not None and t.uid in self.snapshot.nodes[row].tasks:
+                node = self._node(t.node_name)
+                assert node is not None
                 node.remove_task(t)

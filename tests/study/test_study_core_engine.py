@@ -27,7 +27,7 @@ from daemon.scheduler.model.fit import Code, FitError, fit_error
 from daemon.scheduler.model.node import NodeInfo
 from daemon.scheduler.model.task import TaskInfo
 from daemon.scheduler.plugins.deviceshare import NAME as DEVICESHARE
-from daemon.scheduler.plugins.deviceshare import DeviceSharePlugin
+from daemon.scheduler.plugins.deviceshare import DeviceSharePlugin, Pool
 from daemon.scheduler.plugins.fgd import NAME as FGD
 from daemon.scheduler.plugins.fgd import FgdPlugin, task_gpu
 from daemon.study.confs import PRESETS, preset_text
@@ -248,6 +248,9 @@ class UnbatchedDeviceShare(DeviceSharePlugin):
             if msg is not None:
                 return fit_error(task.namespace, task.name, node.name, Code.UNSCHEDULABLE, msg)
         return None
+
+    def _pool_score(self, p: Pool, task: TaskInfo, node: NodeInfo) -> float:
+        return p.score(task)  # the score the pool's last FilterNode left (its cards are fresh)
 
     def on_session_open(self, ssn: Session) -> None:
         super().on_session_open(ssn)

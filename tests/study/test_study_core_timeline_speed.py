@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from daemon.scheduler.framework.conf import parse_conf
+from daemon.scheduler.plugins.deviceshare_kept import KEY
 from daemon.study.confs import PERCENTAGE_NODES_TO_FIND, PRESETS, preset_text
 from daemon.study.core_engine import CoreCluster
 from daemon.study.runs import Engine, timeline_log
@@ -86,13 +87,15 @@ def test_untouched_nodes_keep_their_pools_between_sessions() -> None:
     nodes, pods = seeded_trace(3)
     core = CoreCluster(nodes, engine("binpack").conf, arrival_order=False)
     first = core.run([(pods[0], 0)], 0.0)
-    kept = core.snapshot.device_pools
-    assert kept is not None
-    before = dict(kept)
+    derived = core.snapshot.derived
+    assert derived is not None
+    kept = derived.whole[KEY][1]
+    before = list(kept.pools)
     used = nodes[first.placed[pods[0].name].node].name if pods[0].num_gpu else ""
     core.run([(pods[1], 60_000)], 60.0)
-    gpu_nodes = [n.name for n in nodes if n.gpus]
-    untouched = [n for n in gpu_nodes if n != used and kept[n][0][3] == ()]
+    assert derived.whole[KEY][1] is kept
+    untouched = [i for i, n in enumerate(nodes) if n.gpus and n.name != used]
     assert untouched
-    for name in untouched:
-        assert kept[name][1] is before[name][1]  # the same pool object: not rebuilt
+    for row in untouched:
+        assert kept.pools[row] is before[row]  # the same pool object: not rebuilt
+        assert kept.pools[row] is not None

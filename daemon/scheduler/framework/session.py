@@ -20,8 +20,8 @@ from daemon.scheduler.framework.conf import PluginOption, SchedulerConf, Tier
 from daemon.scheduler.framework.nodetable import IntArray, NodeTable
 from daemon.scheduler.model.job import PHASE_INQUEUE, PHASE_PENDING, JobInfo
 from daemon.scheduler.model.node import NodeInfo
+from daemon.scheduler.model.node_derived import NodeDerived
 from daemon.scheduler.model.queue import NamespaceInfo, PriorityClassInfo, QueueInfo
-from daemon.scheduler.model.resources import Resource
 from daemon.scheduler.model.snapshot import ClusterSnapshot
 from daemon.scheduler.model.task import TaskInfo, TaskStatus
 
@@ -80,13 +80,14 @@ class Session(Combinators):
         measure_callbacks: bool = False,
         whole_copy: bool = False,
     ) -> None:
+        # What earlier sessions derived from the snapshot's (unchanged) nodes: model/node_derived.py.
+        kept = snapshot.derived if snapshot.derived is not None else NodeDerived()
+        self.derived = kept.open(snapshot.nodes)
         # Copy-on-write (ClusterSnapshot.clone): opening costs what the session touches; the
         # snapshot is never written to.  `whole_copy` clones every task now instead (the
         # reference the tests compare against).
         snap = snapshot.deep_clone() if whole_copy else snapshot.clone()
         self.uid = snap.session_id
-        # Deviceshare's pools kept between sessions (None: built afresh, the default).
-        self.device_pools: dict[str, Any] | None = snap.device_pools
         self._now = snap.now
         # Whether anything read `now` (a session that never did decides the same at any now).
         self.now_read = False
@@ -99,9 +100,7 @@ class Session(Combinators):
         self.priority_classes: dict[str, PriorityClassInfo] = snap.priority_classes
         self.node_list: list[NodeInfo] = snap.nodes
         self.nodes: dict[str, NodeInfo] = {n.name: n for n in snap.nodes}
-        self.total_resource = Resource()
-        for n in self.node_list:
-            self.total_resource.add(n.allocatable)
+        self.total_resource = kept.total_allocatable(self.derived, snapshot.nodes)
         # Volcano drops jobs without a PodGroup or whose queue does not exist.
         for uid in sorted(snap.jobs):
             job = snap.jobs[uid]
@@ -115,7 +114,7 @@ class Session(Combinators):
             dims = j.scalar_dims()
             if dims:
                 extra_dims.update(dims)
-        self.table = NodeTable(self.node_list, extra_dims)
+        self.table = NodeTable(self.node_list, extra_dims, self.derived)
         # The plugins opened for this session, by name (run.py fills it).  Their contract,
         # framework/plugin.py, depends on this module; the session needs nothing of it.
         self.plugins: dict[str, object] = {}

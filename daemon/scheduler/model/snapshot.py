@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from typing import Any
 
 from daemon.scheduler.model.job import JobInfo
 from daemon.scheduler.model.node import NodeInfo
+from daemon.scheduler.model.node_derived import NodeDerived
 from daemon.scheduler.model.queue import NamespaceInfo, PriorityClassInfo, QueueInfo
 from daemon.scheduler.model.task import TaskInfo
 
@@ -27,9 +27,10 @@ class ClusterSnapshot:
     other_tasks: list[TaskInfo] = field(default_factory=list)
     now: float = 0.0
     session_id: str = "session-0"
-    # Opt-in (the study's core engine): deviceshare keeps each node's device pools here between
-    # sessions, reused while the node's inputs and the pool are unchanged; shared by clones.
-    device_pools: dict[str, Any] | None = None
+    # What sessions derived from each node (node table rows, node mirror, device pools), reused
+    # while the node is unchanged (model/node_derived.py); handed from one snapshot to the next
+    # by the daemon's cycle runner and the study engine; None: derived afresh. Shared by clones.
+    derived: NodeDerived | None = None
 
     def clone(self) -> ClusterSnapshot:
         """A copy for a session to mutate freely, copy-on-write: each job and node shares the
@@ -60,7 +61,7 @@ class ClusterSnapshot:
             other_tasks=list(self.other_tasks),
             now=self.now,
             session_id=self.session_id,
-            device_pools=self.device_pools,
+            derived=self.derived,
         )
 
 

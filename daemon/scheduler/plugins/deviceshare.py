@@ -33,16 +33,12 @@ from daemon.scheduler.model.fit import Code, FitError, fit_error
 from daemon.scheduler.model.node import NodeInfo
 from daemon.scheduler.model.task import TaskInfo, TaskStatus
 from daemon.scheduler.plugins.deviceshare_gpushare import GpuSharePool
+from daemon.scheduler.plugins.deviceshare_kept import KeptPools, kept_pools
 from daemon.scheduler.plugins.deviceshare_vgpu import (
-    ASSIGNED_IDS,
-    VGPU_CORES,
-    VGPU_MEMORY,
-    VGPU_NUMBER,
+    FILTER_ERROR,
     VGpuPool,
     filter_key,
-    pod_group_key,
 )
-from daemon.scheduler.plugins.deviceshare_vgpu import REGISTER as VGPU_REGISTER
 
 NAME = "deviceshare"
 GPU_SHARING_ENABLE = "deviceshare.GPUSharingEnable"
@@ -135,12 +131,6 @@ class NodeDevices:
     pools: list[Pool] = field(default_factory=list)
 
 
-def _vgpu_states(nd: NodeDevices) -> list[int]:
-    """The change counters of a node's vGPU pools (pools are kept between sessions only when
-    vGPU is the one kind configured)."""
-    return [p.state for p in nd.pools if isinstance(p, VGpuPool)]
-
-
 class DeviceSharePlugin:
     name = NAME
 
@@ -158,6 +148,10 @@ class DeviceSharePlugin:
         # The session's nodes by row, and one pool of each kind present (batch callbacks).
         self.node_rows: list[NodeInfo] = []
         self.kinds: list[Pool] = []
+        # vGPU only: the pools and FilterNode answers kept between sessions (deviceshare_kept.py),
+        # and per row the score of this session's last FilterNode that fit (ScoreNode reads it).
+        self.kept: KeptPools | None = None
+        self.vgpu_score: FloatArray = np.zeros(0)
 
     # ----------------------------------------------------------------- pools
     def _pools_of(self, node: NodeInfo) -> NodeDevices:
@@ -181,14 +175,20 @@ class DeviceSharePlugin:
         pools = self.pools(node_name)
         if not pools:
             return
+        self._touch(node_name)
         for p in pools:
             p.add_resource(task, annotations)
         self.on_node[task.uid] = node_name
+
+    def _touch(self, node_name: str) -> None:
+        if self.kept is not None:
+            self.kept.touch(node_name)
 
     def _node_sub(self, task: TaskInfo) -> None:
         node_name = self.on_node.pop(task.uid, None)
         if node_name is None:
             return
+        self._touch(node_name)
         for p in self.pools(node_name):
             p.sub_resource(task, task.pod.annotations)
 
@@ -215,6 +215,10 @@ class DeviceSharePlugin:
                 if key is None or key[0] is not task:
                     key = self.filter_keys[task.uid] = (task, filter_key(task))
                 msg = p.filter(task, self.args.schedule_policy, key[1])
+                if msg is None and self.kept is not None:
+                    row = self.kept.row_of.get(node.name)
+                    if row is not None:
+                        self.vgpu_score[row] = p.cached_score
             else:
                 msg = p.filter(task, self.args.schedule_policy)
             if msg is None and self.args.node_lock and p.needs_lock(task) and self.locked(node, p.lock_name):
@@ -233,6 +237,8 @@ class DeviceSharePlugin:
         reasons: list[tuple[str, BoolArray]] = []
         if not any(kind.has_request(task) for kind in self.kinds):
             return ok, reasons, None
+        if self.kept is not None and not self.args.node_lock:
+            return self._kept_predicate_batch(task, rows, self.kept)
         by_text: dict[str, list[int]] = {}
         nodes = self.node_rows
         for k in range(n):
@@ -250,10 +256,49 @@ class DeviceSharePlugin:
             reasons.append((text, mask))
         return ok, reasons, None
 
+    def _filter_key(self, task: TaskInfo) -> Hashable:
+        key = self.filter_keys.get(task.uid)
+        if key is None or key[0] is not task:
+            key = self.filter_keys[task.uid] = (task, filter_key(task))
+        return key[1]
+
+    def _kept_predicate_batch(
+        self, task: TaskInfo, rows: IntArray, kept: KeptPools
+    ) -> tuple[BoolArray, list[tuple[str, BoolArray]], BoolArray | None]:
+        """`predicate_batch` with vGPU only (one pool per node, no node lock): the answers kept
+        per request key and row where the row's pool is unchanged since, FilterNode elsewhere.
+        The same verdicts, reason and scores as asking every node."""
+        key = self._filter_key(task)
+        memo = kept.answers_for(key)
+        pooled = kept.has_pool[rows]
+        stale = rows[pooled & (memo.stamp[rows] != kept.stamp[rows])]
+        policy = self.args.schedule_policy
+        for row in stale.tolist():
+            pool = kept.pools[row].pools[0]
+            msg = pool.filter(task, policy, key)
+            memo.fits[row] = msg is None
+            memo.score[row] = pool.cached_score
+            memo.stamp[row] = kept.stamp[row]
+        fits = memo.fits[rows]
+        ok: BoolArray = fits | ~pooled
+        fit_rows = rows[pooled & fits]
+        # FilterNode leaves its score for ScoreNode only when the node fits.
+        self.vgpu_score[fit_rows] = memo.score[fit_rows]
+        reasons: list[tuple[str, BoolArray]] = []
+        if not ok.all():
+            reasons.append((FILTER_ERROR, ~ok))
+        return ok, reasons, None
+
     def score_batch(self, task: TaskInfo, rows: IntArray) -> FloatArray:
         """`device_score` over node rows."""
         out = np.zeros(len(rows))
         if not any(kind.has_request(task) for kind in self.kinds):
+            return out
+        if self.kept is not None:
+            if self.args.schedule_weight <= 0:
+                return out
+            pooled = self.kept.has_pool[rows]
+            out[pooled] = np.floor(self.vgpu_score[rows[pooled]] + 0.5) * self.args.schedule_weight
             return out
         nodes = self.node_rows
         for k in range(len(rows)):
@@ -266,8 +311,14 @@ class DeviceSharePlugin:
         """getDeviceScore: the pools' scores summed and rounded half up, times the weight."""
         if self.args.schedule_weight <= 0:
             return 0.0
-        s = sum(p.score(task) for p in self.pools(node.name) if p.has_request(task))
+        s = sum(self._pool_score(p, task, node) for p in self.pools(node.name) if p.has_request(task))
         return float(math.floor(s + 0.5) * self.args.schedule_weight)
+
+    def _pool_score(self, p: Pool, task: TaskInfo, node: NodeInfo) -> float:
+        if self.kept is not None and isinstance(p, VGpuPool):
+            row = self.kept.row_of.get(node.name)
+            return float(self.vgpu_score[row]) if row is not None else 0.0
+        return p.score(task)
 
     def on_allocate(self, ssn: Session, task: TaskInfo) -> None:
         node_name = task.node_name
@@ -278,6 +329,7 @@ class DeviceSharePlugin:
         if not self.allocates_cards:
             return
         node = ssn.nodes[node_name]
+        self._touch(node_name)
         # Beyond Volcano: a configured fgd plugin chooses the vGPU cards (its `card_order`).
         card_order = getattr(ssn.plugins.get(FGD_PLUGIN), "card_order", None)
         for p in self.pools(node_name):
@@ -300,47 +352,13 @@ class DeviceSharePlugin:
         self._node_sub(task)
         if not self.allocates_cards:
             return
+        self._touch(node_name)
         for p in self.pools(node_name):
             if not p.has_request(task):
                 continue
             keys = p.release(task)
             if keys and any(k in task.bind_annotations for k in keys):
                 task.bind_annotations = {k: v for k, v in task.bind_annotations.items() if k not in keys}
-
-    # ----------------------------------------------------------------- pools kept between sessions
-    def _inputs(self, node: NodeInfo) -> tuple[object, ...]:
-        """Everything a node's vGPU pools are built from at session open (vGPU only: the kept
-        pools are used only without gpu-share/gpu-number): the plugin's arguments, the node's
-        registration and vGPU allocatable, and each accounted task's uid, cards and group."""
-        alloc = node.allocatable.scalars
-        tasks = tuple(
-            (t.uid, {**t.pod.annotations, **t.bind_annotations}.get(ASSIGNED_IDS), pod_group_key(t))
-            for t in node.tasks.values()
-            if t.status not in (TaskStatus.PIPELINED, TaskStatus.RELEASING)
-        )
-        return (
-            self.args,
-            node.facts.annotations.get(VGPU_REGISTER),
-            tuple(alloc.get(name, 0) for name in (VGPU_NUMBER, VGPU_CORES, VGPU_MEMORY)),
-            tasks,
-        )
-
-    def _reuse(self, kept: dict[str, Any], node: NodeInfo) -> bool:
-        """Use the pools an earlier session built for `node` if it was built from the same inputs
-        and nothing changed them since (every change to a pool bumps its `state`): the same
-        content, so the same answers, and its FilterNode answers are kept with it. False: build."""
-        entry = kept.get(node.name)
-        if entry is None:
-            return False
-        inputs, nd, states = entry
-        if _vgpu_states(nd) != states or inputs != self._inputs(node):
-            return False
-        if nd.pools:
-            self.nodes[node.name] = nd
-            for t in node.tasks.values():
-                if t.status not in (TaskStatus.PIPELINED, TaskStatus.RELEASING):
-                    self.on_node[t.uid] = node.name
-        return True
 
     # ----------------------------------------------------------------- session
     def on_session_open(self, ssn: Session) -> None:
@@ -354,21 +372,24 @@ class DeviceSharePlugin:
         self.node_rows = []
         self.kinds = []
         self.session_locks = set()
-        kept = ssn.device_pools if not (self.args.gpu_sharing or self.args.gpu_number) else None
-        for node in ssn.node_list:
-            if kept is not None and self._reuse(kept, node):
-                continue
-            nd = self._pools_of(node)
-            if not nd.pools:
-                continue
-            self.nodes[node.name] = nd
-            for t in node.tasks.values():
-                if t.status in (TaskStatus.PIPELINED, TaskStatus.RELEASING):
+        self.kept = None
+        if not (self.args.gpu_sharing or self.args.gpu_number):
+            # vGPU only: pools and FilterNode answers kept between sessions (deviceshare_kept.py).
+            self.kept = kept_pools(ssn.derived, ssn.node_list, self.args, self._pools_of)
+            self.nodes = dict(self.kept.nodes)
+            self.on_node = dict(self.kept.on_node)
+            self.vgpu_score = np.zeros(len(ssn.node_list))
+        else:
+            for node in ssn.node_list:
+                nd = self._pools_of(node)
+                if not nd.pools:
                     continue
-                # The cache's pod carries what earlier bindings wrote.
-                self._node_add(t, node.name, {**t.pod.annotations, **t.bind_annotations})
-            if kept is not None:
-                kept[node.name] = (self._inputs(node), nd, _vgpu_states(nd))
+                self.nodes[node.name] = nd
+                for t in node.tasks.values():
+                    if t.status in (TaskStatus.PIPELINED, TaskStatus.RELEASING):
+                        continue
+                    # The cache's pod carries what earlier bindings wrote.
+                    self._node_add(t, node.name, {**t.pod.annotations, **t.bind_annotations})
         self.allocates_cards = ssn.plugin_option(PREDICATES_PLUGIN) is not None
         if self.nodes and not self.allocates_cards:
             ssn.warnings.append(
@@ -381,6 +402,8 @@ class DeviceSharePlugin:
         for nd in self.nodes.values():
             for pool in nd.pools:
                 seen.setdefault(type(pool), pool)
+            if self.kept is not None:
+                break  # vGPU only: one kind
         self.kinds = list(seen.values())
         ssn.register(cb.PREDICATE, NAME, self.predicate, self.predicate_batch)
         if self.args.schedule_weight > 0:
@@ -391,6 +414,8 @@ class DeviceSharePlugin:
         )
 
     def on_session_close(self, ssn: Session) -> None:
+        self.kept = None
+        self.vgpu_score = np.zeros(0)
         self.nodes = {}
         self.on_node = {}
         self.filter_keys = {}

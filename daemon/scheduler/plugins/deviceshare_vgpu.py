@@ -185,6 +185,8 @@ def container_requests(task: TaskInfo) -> list[ContainerRequest]:
     return out
 
 
+# FilterNode's one status message (Volcano's vGPU FilterNode hides fit's own reason).
+FILTER_ERROR = "hami-vgpuDeviceSharing error"
 FILTER_ANNOTATIONS = (MODE_ANNOTATION, PODGROUP_POLICY, USE_UUID, NO_USE_UUID, GPU_IN_USE, GPU_NO_USE)
 
 
@@ -439,7 +441,7 @@ class VGpuPool:
                     self.cached_score = hit[2]
                 return hit[1]
         res = self.fit(task, policy, replicate=True)
-        msg = "hami-vgpuDeviceSharing error" if isinstance(res, str) else None
+        msg = FILTER_ERROR if isinstance(res, str) else None
         if not isinstance(res, str):
             self.cached_score = res[1]
         if key is not None:

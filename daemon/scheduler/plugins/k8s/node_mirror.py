@@ -13,13 +13,15 @@ from __future__ import annotations
 import weakref
 from collections import OrderedDict
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from daemon.scheduler.framework.nodetable import BoolArray, IntArray
 from daemon.scheduler.framework.session import Session
-from daemon.scheduler.model.node import NodeInfo
+from daemon.scheduler.model.node import NodeFacts, NodeInfo
+from daemon.scheduler.model.node_derived import DerivedView
 from daemon.scheduler.model.task import HostPort, PodFacts, Taint, TaskInfo, Toleration
 from daemon.scheduler.plugins.k8s.labels import NOTHING, OP_EQUALS, OP_IN
 from daemon.scheduler.plugins.k8s.node_label_table import NodeLabelTable
@@ -38,6 +40,8 @@ DEFAULT_MILLI_CPU_REQUEST = 100
 DEFAULT_MEMORY_REQUEST = 200 * 1024 * 1024
 WATCH_LIMIT = 512
 ROW_WATCH_LIMIT = 128
+MIRROR_KEY = "node_mirror"
+_NO_PODS: dict[str, TaskInfo] = {}  # never written: `add` replaces it by a row's own dict
 Pair = tuple[str, str]
 PairCounts = dict[Pair, int]
 PortTriple = tuple[str, str, int]
@@ -86,6 +90,114 @@ def _anchors(term: AffinityTerm) -> list[Pair] | None:
     return None
 
 
+@dataclass(slots=True)
+class _Static:
+    """What the mirror reads of the nodes' facts (names, labels, unschedulable, taints)."""
+
+    facts: list[NodeFacts]
+    node_names: list[str]
+    node_labels: list[Mapping[str, str]]
+    labels: NodeLabelTable
+    unschedulable: BoolArray
+    any_unschedulable: bool
+    taint_gid: IntArray
+    taint_sets: list[tuple[Taint, ...]]
+
+
+def _static_of(nodes: list[NodeInfo]) -> _Static:
+    node_names = [nd.name for nd in nodes]
+    node_labels: list[Mapping[str, str]] = [nd.facts.labels for nd in nodes]
+    unschedulable = np.fromiter((nd.facts.unschedulable for nd in nodes), dtype=np.bool_, count=len(nodes))
+    group_of: dict[tuple[Taint, ...], int] = {}
+    taint_gid = np.fromiter(
+        (group_of.setdefault(nd.facts.taints, len(group_of)) for nd in nodes),
+        dtype=np.int64,
+        count=len(nodes),
+    )
+    return _Static(
+        [nd.facts for nd in nodes],
+        node_names,
+        node_labels,
+        NodeLabelTable(node_labels, node_names),
+        unschedulable,
+        bool(unschedulable.any()),
+        taint_gid,
+        list(group_of),
+    )
+
+
+def _row_sums(pods: Mapping[str, TaskInfo]) -> tuple[tuple[int, int, int, int, int, int], bool]:
+    """A row's (pods, cpu, memory, gpu, non-zero cpu, non-zero memory) and whether one of its pods
+    has host ports or pod (anti-)affinity (registered one by one at every open)."""
+    cpu = mem = gpu = nz_cpu = nz_mem = 0
+    special = False
+    for t in pods.values():
+        r = t.resreq
+        c = round(r.cpu)
+        m = round(r.memory)
+        cpu += c
+        mem += m
+        if r.scalars:
+            gpu += round(r.scalars.get(GPU, 0))
+        nz_cpu += c or DEFAULT_MILLI_CPU_REQUEST
+        nz_mem += m or DEFAULT_MEMORY_REQUEST
+        pod = t.pod
+        aff = pod.affinity
+        if pod.host_ports or (aff and ("podAffinity" in aff or "podAntiAffinity" in aff)):
+            special = True
+    return (len(pods), cpu, mem, gpu, nz_cpu, nz_mem), special
+
+
+@dataclass(slots=True)
+class _Kept:
+    """The mirror's state at open derived from the snapshot's nodes, kept across sessions
+    (`NodeDerived`): facts, per-row pod sums, rows with pods, rows with special pods."""
+
+    static: _Static
+    sums: IntArray  # (6, rows)
+    occupied: list[int]
+    special: list[int]
+
+
+def _kept_at_open(nodes: list[NodeInfo], derived: DerivedView | None) -> _Kept:
+    """The previous session's state patched at the rows whose node changed, or built whole."""
+    prev: _Kept | None = derived.current(MIRROR_KEY) if derived is not None else None
+    if prev is None:
+        sums = np.zeros((6, len(nodes)), dtype=np.int64)
+        occupied: list[int] = []
+        special: list[int] = []
+        for row, nd in enumerate(nodes):
+            if not nd.peek_tasks():
+                continue
+            occupied.append(row)
+            values, odd = _row_sums(nd.peek_tasks())
+            sums[:, row] = values
+            if odd:
+                special.append(row)
+        kept = _Kept(_static_of(nodes), sums, occupied, special)
+    else:
+        assert derived is not None and derived.changed is not None
+        kept = prev
+        changed = derived.changed
+        facts = kept.static.facts
+        if any(nodes[row].facts is not facts[row] for row in changed):
+            kept.static = _static_of(nodes)
+        if changed:
+            occ = set(kept.occupied)
+            spec = set(kept.special)
+            for row in changed:
+                tasks = nodes[row].peek_tasks()
+                values, odd = _row_sums(tasks)
+                kept.sums[:, row] = values
+                (occ.add if tasks else occ.discard)(row)
+                (spec.add if odd else spec.discard)(row)
+            kept.occupied = sorted(occ)
+            kept.special = sorted(spec)
+    if derived is not None:
+        derived.keep(MIRROR_KEY, kept)
+    return kept
+
+
 class NodeMirror:
     """Volcano's k8s NodeInfo snapshot (`ssn.NodeMap`) for one session, with static node facts.
 
@@ -97,24 +209,26 @@ class NodeMirror:
     first use and then kept in step, so that PreFilter / PreScore cost O(pairs), not O(pods).
     """
 
-    def __init__(self, nodes: list[NodeInfo], stamp: IntArray | None = None) -> None:
+    def __init__(
+        self, nodes: list[NodeInfo], stamp: IntArray | None = None, derived: DerivedView | None = None
+    ) -> None:
         n = self.n = len(nodes)
         # Per-row change stamps, bumped on every add/remove (the session's NodeTable.version, so
         # per-row memos see mirror changes as row changes).
         self.stamp: IntArray = np.zeros(n, dtype=np.int64) if stamp is None else stamp
-        self.node_names = [nd.name for nd in nodes]
-        self.node_labels: list[Mapping[str, str]] = [nd.facts.labels for nd in nodes]
-        self.labels = NodeLabelTable(self.node_labels, self.node_names)
-        self.unschedulable: BoolArray = np.fromiter(
-            (nd.facts.unschedulable for nd in nodes), dtype=np.bool_, count=n
-        )
-        self.any_unschedulable = bool(self.unschedulable.any())
-        group_of: dict[tuple[Taint, ...], int] = {}
-        self.taint_gid: IntArray = np.fromiter(
-            (group_of.setdefault(nd.facts.taints, len(group_of)) for nd in nodes), dtype=np.int64, count=n
-        )
-        self.taint_sets: list[tuple[Taint, ...]] = list(group_of)
-        self.pods: list[dict[str, TaskInfo]] = [dict(nd.peek_tasks()) for nd in nodes]
+        kept = _kept_at_open(nodes, derived)
+        static = kept.static
+        self.node_names = static.node_names
+        self.node_labels: list[Mapping[str, str]] = static.node_labels
+        self.labels = static.labels
+        self.unschedulable: BoolArray = static.unschedulable
+        self.any_unschedulable = static.any_unschedulable
+        self.taint_gid: IntArray = static.taint_gid
+        self.taint_sets: list[tuple[Taint, ...]] = static.taint_sets
+        # Rows without pods share one empty dict until `add` gives them their own.
+        self.pods: list[dict[str, TaskInfo]] = [_NO_PODS] * n
+        for row in kept.occupied:
+            self.pods[row] = dict(nodes[row].peek_tasks())
         self.row_of: dict[str, int] = {}
         self.affinity_of: dict[str, PodAffinity] = {}
         self.ports_of: dict[str, tuple[PortTriple, ...]] = {}
@@ -136,25 +250,14 @@ class NodeMirror:
         self._watch_index = _AnchorIndex()
         self._row_watches: OrderedDict[AffinityTerm, IntArray] = OrderedDict()
         self._row_index = _AnchorIndex()
-        sums = np.zeros((6, n), dtype=np.int64)
         affinity_rows = np.zeros(n, dtype=np.bool_)
         anti_rows = np.zeros(n, dtype=np.bool_)
-        # Every pod of the cluster passes here at each session open: `_requests` and the
-        # no-affinity case of `pod_affinity` are spelled out inline.
         row_of = self.row_of
-        for row, pods in enumerate(self.pods):
-            cpu = mem = gpu = nz_cpu = nz_mem = 0
-            for uid, t in pods.items():
-                row_of[uid] = row
-                r = t.resreq
-                c = round(r.cpu)
-                m = round(r.memory)
-                cpu += c
-                mem += m
-                if r.scalars:
-                    gpu += round(r.scalars.get(GPU, 0))
-                nz_cpu += c or DEFAULT_MILLI_CPU_REQUEST
-                nz_mem += m or DEFAULT_MEMORY_REQUEST
+        for row in kept.occupied:
+            row_of.update(dict.fromkeys(self.pods[row], row))
+        # Rows holding a pod with host ports or pod (anti-)affinity register those pods one by one.
+        for row in kept.special:
+            for uid, t in self.pods[row].items():
                 pod = t.pod
                 if pod.host_ports:
                     self._add_ports(uid, row, pod)
@@ -166,8 +269,9 @@ class NodeMirror:
                     self.affinity_of[uid] = pa
                     affinity_rows[row] = True
                     anti_rows[row] |= pa.with_required_anti
-            sums[:, row] = (len(pods), cpu, mem, gpu, nz_cpu, nz_mem)
-        self.count, self.req_cpu, self.req_memory, self.req_gpu, self.nz_cpu, self.nz_memory = sums
+        self.count, self.req_cpu, self.req_memory, self.req_gpu, self.nz_cpu, self.nz_memory = (
+            kept.sums.copy()
+        )
         # HavePodsWithAffinityList / HavePodsWithRequiredAntiAffinityList, frozen at session open.
         self.affinity_rows_at_open: BoolArray = affinity_rows
         self.anti_rows_at_open: BoolArray = anti_rows
@@ -189,9 +293,12 @@ class NodeMirror:
     def add(self, task: TaskInfo, row: int) -> None:
         """NodeInfo.AddPodInfo (a pod already on the node is left as it is)."""
         uid = task.uid
-        if uid in self.pods[row]:
+        pods = self.pods[row]
+        if uid in pods:
             return
-        self.pods[row][uid] = task
+        if pods is _NO_PODS:
+            pods = self.pods[row] = {}
+        pods[uid] = task
         self.row_of[uid] = row
         self._account(row, task, 1)
         pod = task.pod
@@ -476,7 +583,8 @@ def node_mirror(ssn: Session) -> NodeMirror:
     """The session's k8s NodeInfo snapshot, built at first use (session open)."""
     m = _MIRRORS.get(ssn)
     if m is None:
-        m = NodeMirror(ssn.node_list, ssn.table.version)
+        # What earlier sessions derived is for nodes as the snapshot has them: only before actions.
+        m = NodeMirror(ssn.node_list, ssn.table.version, None if ssn.current_action else ssn.derived)
         _MIRRORS[ssn] = m
     return m
 
