@@ -188,7 +188,7 @@ class FgdPlugin:
     def on_session_open(self, ssn: Session) -> None:
         shapes = []
         for job in ssn.jobs.values():
-            for t in job.tasks.values():
+            for t in job.peek_tasks().values():  # read only: never copies the session's jobs
                 cards, milli = task_gpu(t)
                 shapes.append(PodShape(int(t.resreq.cpu), cards, milli if cards else 0))
         self.typical = typical_workload(shapes, 1.0).arrays({}) if shapes else None
