@@ -18,8 +18,8 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from daemon.scheduler.model.snapshot import ClusterSnapshot
 
-# Opt-in caches a snapshot carries on purpose between sessions (the study's device pools).
-_SKIPPED_FIELDS = frozenset({"device_pools"})
+# The cache a snapshot carries on purpose between sessions (model/node_derived.py).
+_SKIPPED_FIELDS = frozenset({"derived"})
 _LEAVES = (type(None), bool, int, float, str, bytes, complex)
 
 
