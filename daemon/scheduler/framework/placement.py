@@ -419,7 +419,10 @@ def best_scored(ssn: Session, task: TaskInfo, group: IntArray) -> NodeInfo:
     table = ssn.table
     if not ssn.has_node_scores() and not ssn.has("bestNode"):
         return table.nodes[int(group[0])]
-    scores = ssn.node_score_batch(task, group)
+    local = ssn.local_scoring
+    scores = local.scores(task, group) if local is not None else None
+    if scores is None:
+        scores = ssn.node_score_batch(task, group)
     if ssn.has("bestNode"):
         by_score: dict[float, list[NodeInfo]] = {}
         for row, s in zip(group, scores, strict=True):

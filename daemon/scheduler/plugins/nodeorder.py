@@ -51,7 +51,7 @@ from __future__ import annotations
 import json
 import math
 from collections import Counter, OrderedDict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -425,8 +425,10 @@ class NodeOrderPlugin:
             self._image_nodes.update(nd.facts.images.keys())
         if self.weights.any_batch:
             ssn.register(cb.BATCH_NODE_ORDER, NAME, self.batch_node_order, self.batch_scores)
+            ssn.register_local_score(cb.BATCH_NODE_ORDER, NAME, self.local_key, self.local_batch_scores)
         if self.weights.image_locality != 0:
             ssn.register(cb.NODE_ORDER, NAME, self.node_order, self.image_batch)
+            ssn.register_local_score(cb.NODE_ORDER, NAME, self.image_key, self.image_batch)
 
     def on_session_close(self, ssn: Session) -> None:
         self._affinity_scores.clear()
@@ -473,6 +475,43 @@ class NodeOrderPlugin:
             if spread is not None:
                 total += spread * w.pod_topology_spread
         return total.astype(np.float64)
+
+    # ----------------------------------------------------------------- node-local scores
+    def local_key(self, task: TaskInfo) -> Hashable | None:
+        """The task's signature when `batch_scores` is node-local for it (framework/score_memo.py):
+        every scorer in force reads only the node's own figures, or gives every node the same.
+
+        None when a scorer normalises over the candidates: preferred node affinity terms,
+        PreferNoSchedule taints on some node, inter-pod affinity (the pod's preferred terms, or
+        existing pods' preferred terms matching it), ScheduleAnyway spread constraints.
+        """
+        w = self.weights
+        pod = task.pod
+        if w.taint_toleration and self._any_prefer_taints:
+            return None
+        if w.pod_topology_spread and raw_spread_constraints(pod):
+            return None
+        if w.node_affinity and pod.affinity and self.node_affinity_raw(pod) is not None:
+            return None
+        if w.pod_affinity and (pod.affinity or self._mirror().pref_open) and self.interpod_topology(task):
+            return None
+        return self.requests_of(task)
+
+    def local_batch_scores(self, task: TaskInfo, rows: IntArray) -> FloatArray:
+        """`batch_scores` of `rows` for a task `local_key` gives a signature, computed now."""
+        w = self.weights
+        req = self.requests_of(task)
+        if w.least_requested or w.most_requested or (w.balanced_resource and not req.best_effort):
+            total = self.compute_local_scores(req, rows)
+        else:
+            total = np.zeros(len(rows), dtype=np.int64)
+        if w.taint_toleration:
+            total += MAX_NODE_SCORE * w.taint_toleration  # every node scores 100
+        return total.astype(np.float64)
+
+    def image_key(self, task: TaskInfo) -> Hashable:
+        """ImageLocality is node-local: a node's score reads its own images and the pod's."""
+        return task.pod.images
 
     def requests_of(self, task: TaskInfo) -> PodRequests:
         """pod_requests, kept per request object."""
