@@ -272,11 +272,18 @@ class Combinators:
         mask of rows whose first failing plugin gave it.
         """
         n = len(rows)
+        plugins = self._batch_flat[PREDICATE]
+        if len(plugins) == 1 and plugins[0][1] is not None and n:
+            # One vectorised plugin: its answer is the combination (every row is live for it).
+            only_ok, only_reasons, only_unres = plugins[0][1](task, rows)
+            if only_unres is None:
+                only_unres = np.zeros(n, dtype=np.bool_)
+            return only_ok, list(only_reasons), only_unres
         ok = np.ones(n, dtype=np.bool_)
         unresolvable = np.zeros(n, dtype=np.bool_)
         reasons: list[tuple[str, BoolArray]] = []
         nodes = self.node_list_ref()
-        for name, batch in self._batch_flat[PREDICATE]:
+        for name, batch in plugins:
             live = ok.nonzero()[0]
             if live.size == 0:
                 break

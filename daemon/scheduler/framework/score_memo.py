@@ -9,7 +9,7 @@ PreferNoSchedule taints, inter-pod affinity, topology spread) and are not.
 A plugin declares, per extension point, a *node-local scorer* (`Combinators.register_local_score`):
 a key function giving the part of a task's score signature it reads, or None when its score for
 that task is not node-local, and a function scoring given rows now.  When every scorer in force
-gives the task a key, `local_node_scores` keeps the summed score of every row per signature
+gives the task a key, `LocalScoring.scores` keeps the summed score of every row per signature
 (`ScoreMemo`), each row valid while its `NodeTable.version` stamp is unchanged, and re-scores
 only the rows whose stamp moved (all of them at once, in one call per scorer).  The sum is the
 same float64 additions in the same order as `node_score_batch`, row by row, so the scores, and
@@ -84,8 +84,10 @@ class LocalScoring:
             return None
         memo = self.memo(signature)
         version = self.version
-        if (memo.stamp[rows] != version[rows]).any():
-            stale = (memo.stamp != version).nonzero()[0]
+        # Every stale row is re-scored, in the window or not (two passes over the stamps cost
+        # less than gathering the window's), so the memo is current before the gather.
+        stale = (memo.stamp != version).nonzero()[0]
+        if stale.size:
             memo.value[stale] = self.score_now(task, stale)
             memo.stamp[stale] = version[stale]
         out: FloatArray = memo.value[rows]
