@@ -205,11 +205,10 @@ def rotated_feasible(ok: BoolArray, start: int, k: int) -> IntArray:
 # if the node changed.  When every configured predicate is row-local for a task (its verdict on
 # a node reads only that node's state and static facts; plugins say so through
 # `NodeTable.row_local`), the fit of every node is kept per signature in a `RowMemo`; rows whose
-# stamp (`NodeTable.version`) moved are re-evaluated only when the sequential scan reaches one of
-# them, and then all together (the window is computed, and if its examined range holds a stale
-# row, every stale row is re-evaluated and the window computed again).  Rows outside the examined
-# range do not affect the result, so the window, start index and error-cache bookkeeping are
-# exactly those of `full_search`.  When no node fits, the full search runs for the fit errors.
+# stamp (`NodeTable.version`) moved are re-evaluated, all together, before the window is taken
+# (a few of them row by row in plain Python, more in one batch).  Every row is then current, so
+# the window, start index and error-cache bookkeeping are exactly those of `full_search`.  When
+# no node fits, the full search runs for the fit errors.
 
 MEMO_SIZE = 64
 
@@ -263,6 +262,9 @@ def memo_for(ssn: Session, key: Hashable) -> RowMemo:
 def evaluate_rows(ssn: Session, task: TaskInfo, memo: RowMemo, rows: IntArray, check_resources: bool) -> None:
     """Fit of `rows` now (FutureIdle, then the plugin predicates on the rows that fit), stamped."""
     table = ssn.table
+    if len(rows) <= FEW_ROWS:
+        evaluate_few_rows(ssn, task, memo, rows, check_resources)
+        return
     if check_resources:
         cols, vals = table.request_columns(task)
         fit = table.fits(table.future_idle, cols, vals, rows)
@@ -277,15 +279,36 @@ def evaluate_rows(ssn: Session, task: TaskInfo, memo: RowMemo, rows: IntArray, c
     memo.stamp[rows] = table.version[rows]
 
 
-def stale_in_scan(stamp: IntArray, version: IntArray, start: int, processed: int) -> bool:
-    """Whether a row among the first `processed` of a cyclic scan from `start` has a moved stamp."""
-    n = len(stamp)
-    end = start + processed
-    if processed >= n:
-        return bool((stamp != version).any())
-    if end <= n:
-        return bool((stamp[start:end] != version[start:end]).any())
-    return bool((stamp[start:] != version[start:]).any() or (stamp[: end - n] != version[: end - n]).any())
+# Stale rows up to this many are evaluated row by row in plain Python (`evaluate_few_rows`).
+FEW_ROWS = 4
+
+
+def evaluate_few_rows(
+    ssn: Session, task: TaskInfo, memo: RowMemo, rows: IntArray, check_resources: bool
+) -> None:
+    """`evaluate_rows` for a few rows: the same comparisons one row at a time.
+
+    The resource fit compares every column against `NodeTable.thresholds` (request - 0.1 on
+    the compared columns, -inf elsewhere) as `NodeTable.fits` does for few rows; the plugin
+    predicates are each node's PredicateFn, whose verdicts are their batch's (the predicate
+    plugins' tests compare them).
+    """
+    table = ssn.table
+    has_predicates = ssn.has(PREDICATE)
+    nodes = table.nodes
+    if check_resources:
+        cols, vals = table.request_columns(task)
+        thr = table.thresholds(cols, vals).tolist()
+        future_idle, idle = table.future_idle.item, table.idle.item
+    for row in rows.tolist():
+        fit = True
+        if check_resources:
+            fit = all(future_idle(row, c) > t for c, t in enumerate(thr))
+            memo.idle[row] = all(idle(row, c) > t for c, t in enumerate(thr))
+        if fit and has_predicates:
+            fit = ssn.predicate_fn(task, nodes[row]) is None
+        memo.ok[row] = fit
+        memo.stamp[row] = table.version[row]
 
 
 def scan_window(feasible: IntArray, start: int, k: int, n: int) -> tuple[IntArray, int]:
@@ -309,17 +332,15 @@ def memo_search(
     n = len(memo.ok)
     k = num_feasible_nodes_to_find(n, opts)
     start = ssn.last_processed_node_index % n
-    version = ssn.table.version
+    # Bring every stale row up to date first, at once (one batch instead of one row per task;
+    # rows the scan will not reach are evaluated early, which changes nothing), then take the
+    # window: no row in it is stale.
+    stale = (memo.stamp != ssn.table.version).nonzero()[0]
+    if stale.size:
+        evaluate_rows(ssn, task, memo, stale, check_resources)
     ok = memo.ok if cached is None else (memo.ok & ~cached)
     feasible = rotated_feasible(ok, start, k)
     chosen, processed = scan_window(feasible, start, k, n)
-    if stale_in_scan(memo.stamp, version, start, processed):
-        # Bring every stale row up to date at once (one batch instead of one row per task), then
-        # take the window again: no row is stale any more.
-        evaluate_rows(ssn, task, memo, (memo.stamp != version).nonzero()[0], check_resources)
-        ok = memo.ok if cached is None else (memo.ok & ~cached)
-        feasible = rotated_feasible(ok, start, k)
-        chosen, processed = scan_window(feasible, start, k, n)
     if feasible.size == 0:
         return None
     ssn.last_processed_node_index = (start + processed) % n

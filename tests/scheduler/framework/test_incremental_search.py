@@ -155,6 +155,10 @@ def test_incr_memo_search_equals_full_search_step_by_step(snap: ClusterSnapshot,
         assert sorted(job_cache.failed) == sorted(full_cache.failed)
         for role, mask in full_cache.failed.items():
             assert np.array_equal(job_cache.failed[role], mask)
+        # The Idle fit the search leaves for choose_node is the table's.
+        cols, vals = ssn.table.request_columns(task)
+        assert ssn.table.search_hint is not None and ssn.table.search_hint[0] is got
+        assert np.array_equal(ssn.table.search_hint[1], ssn.table.fits(ssn.table.idle, cols, vals, got))
         # choose_node through the search's Idle hint and without it pick the same node.
         picked = choose_node(ssn, task, got)
         assert picked is choose_node(ssn, task, got.copy())
@@ -173,7 +177,8 @@ def test_incr_memo_search_equals_full_search_step_by_step(snap: ClusterSnapshot,
                 namespace="default",
                 job="",
                 resreq=Resource(500, GI, {"pods": 1}),
-                status=TaskStatus.RUNNING,
+                # A releasing pod makes FutureIdle exceed Idle on its node.
+                status=TaskStatus.RELEASING if rng.random() < 0.5 else TaskStatus.RUNNING,
             )
             other.add_task(filler)
 
@@ -227,8 +232,8 @@ def big_snapshot(n_nodes: int = 300, n_jobs: int = 40) -> ClusterSnapshot:
 
 
 def test_incr_memo_is_used_and_evaluates_few_rows(monkeypatch: pytest.MonkeyPatch) -> None:
-    """On a 300-node cluster of identical tasks the memo serves the search: rows are re-evaluated
-    in a few batches, not once per task over every node."""
+    """On a 300-node cluster of identical tasks the memo serves the search: after the first search
+    only the rows that changed are re-evaluated, not every node once per task."""
     calls: list[int] = []
     real = placement.evaluate_rows
 
@@ -246,7 +251,7 @@ def test_incr_memo_is_used_and_evaluates_few_rows(monkeypatch: pytest.MonkeyPatc
         assert node is not None
         ssn.allocate(task, node)
     assert calls[0] == 300  # the first search evaluates every node once
-    assert len(calls) < len(tasks)
+    assert len(calls) <= len(tasks)  # at most once per search
     assert sum(calls[1:]) < len(tasks) * 2  # afterwards only rows that changed
 
 
