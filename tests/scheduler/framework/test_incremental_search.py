@@ -364,3 +364,59 @@ def test_score_memo_declines_tasks_whose_scores_normalise() -> None:
 
 def expr_in(key: str, *values: str) -> dict[str, Any]:
     return {"key": key, "operator": "In", "values": list(values)}
+
+
+def test_score_memo_declines_once_a_placed_pod_prefers_the_task() -> None:
+    """Inter-pod affinity reads the pods placed so far: a task is node-local until a pod whose
+    preferred affinity term selects it is placed, then not."""
+    snap = big_snapshot(120, 2)
+    prefers_web = {
+        "podAffinity": {
+            "preferredDuringSchedulingIgnoredDuringExecution": [
+                {
+                    "weight": 10,
+                    "podAffinityTerm": {
+                        "topologyKey": "kubernetes.io/hostname",
+                        "labelSelector": {"matchLabels": {"app": "web"}},
+                    },
+                }
+            ]
+        }
+    }
+    with_hostnames(snap)
+    for t in snap.jobs["default/j000"].tasks.values():
+        t.pod = PodFacts(labels={"app": "db"}, affinity=prefers_web)
+    for t in snap.jobs["default/j001"].tasks.values():
+        t.pod = PodFacts(labels={"app": "web"})
+    ssn = open_session(snap, mk_conf("allocate", *CONF_TIERS))
+    local = ssn.local_scoring
+    assert local is not None
+    web, web2 = sorted(ssn.jobs["default/j001"].tasks.values(), key=lambda t: t.uid)[:2]
+    db = sorted(ssn.jobs["default/j000"].tasks.values(), key=lambda t: t.uid)[0]
+    # Nothing placed: no pod to be near, every affinity score is 0 on every node.
+    assert local.signature(web) is not None
+    assert local.signature(db) is not None
+    assert ssn.pre_predicate_fn(web2) is None  # (Reserve lets a pod reach the mirror after PreFilter)
+    ssn.allocate(web2, ssn.node_list[1])
+    assert local.signature(db) is None  # a db pod prefers to be near the placed web pod
+    assert local.signature(web) is not None
+
+    # A pod with preferred terms already running at open (Volcano scores other pods towards it).
+    snap = with_hostnames(big_snapshot(120, 2))
+    for t in snap.jobs["default/j001"].tasks.values():
+        t.pod = PodFacts(labels={"app": "web"})
+    running = snap.jobs["default/j000"].tasks["j000-t0"]
+    running.pod = PodFacts(labels={"app": "db"}, affinity=prefers_web)
+    snap.jobs["default/j000"].update_task_status(running, TaskStatus.RUNNING)
+    running.node_name = snap.nodes[0].name
+    snap.nodes[0].add_task(running)
+    ssn = open_session(snap, mk_conf("allocate", *CONF_TIERS))
+    assert ssn.local_scoring is not None
+    web = sorted(ssn.jobs["default/j001"].tasks.values(), key=lambda t: t.uid)[0]
+    assert ssn.local_scoring.signature(web) is None
+
+
+def with_hostnames(snap: ClusterSnapshot) -> ClusterSnapshot:
+    for node in snap.nodes:
+        node.facts = NodeFacts(labels={"kubernetes.io/hostname": node.name})
+    return snap
