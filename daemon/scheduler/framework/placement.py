@@ -205,10 +205,12 @@ def rotated_feasible(ok: BoolArray, start: int, k: int) -> IntArray:
 # if the node changed.  When every configured predicate is row-local for a task (its verdict on
 # a node reads only that node's state and static facts; plugins say so through
 # `NodeTable.row_local`), the fit of every node is kept per signature in a `RowMemo`; rows whose
-# stamp (`NodeTable.version`) moved are re-evaluated, all together, before the window is taken
-# (a few of them row by row in plain Python, more in one batch).  Every row is then current, so
-# the window, start index and error-cache bookkeeping are exactly those of `full_search`.  When
-# no node fits, the full search runs for the fit errors.
+# stamp (`NodeTable.version`) moved are re-evaluated only when the sequential scan reaches one of
+# them, and then all together (the window is computed, and if its examined range holds a stale
+# row, every stale row is re-evaluated and the window computed again; a few of them row by row
+# in plain Python).  Rows outside the examined range do not affect the result, so the window,
+# start index and error-cache bookkeeping are exactly those of `full_search`.  When no node
+# fits, the full search runs for the fit errors.
 
 MEMO_SIZE = 64
 
@@ -311,6 +313,17 @@ def evaluate_few_rows(
         memo.stamp[row] = table.version[row]
 
 
+def stale_in_scan(stamp: IntArray, version: IntArray, start: int, processed: int) -> bool:
+    """Whether a row among the first `processed` of a cyclic scan from `start` has a moved stamp."""
+    n = len(stamp)
+    end = start + processed
+    if processed >= n:
+        return bool((stamp != version).any())
+    if end <= n:
+        return bool((stamp[start:end] != version[start:end]).any())
+    return bool((stamp[start:] != version[start:]).any() or (stamp[: end - n] != version[: end - n]).any())
+
+
 def scan_window(feasible: IntArray, start: int, k: int, n: int) -> tuple[IntArray, int]:
     """The first k feasible rows and how many rows the sequential scan examined."""
     if feasible.size > k:
@@ -332,15 +345,17 @@ def memo_search(
     n = len(memo.ok)
     k = num_feasible_nodes_to_find(n, opts)
     start = ssn.last_processed_node_index % n
-    # Bring every stale row up to date first, at once (one batch instead of one row per task;
-    # rows the scan will not reach are evaluated early, which changes nothing), then take the
-    # window: no row in it is stale.
-    stale = (memo.stamp != ssn.table.version).nonzero()[0]
-    if stale.size:
-        evaluate_rows(ssn, task, memo, stale, check_resources)
+    version = ssn.table.version
     ok = memo.ok if cached is None else (memo.ok & ~cached)
     feasible = rotated_feasible(ok, start, k)
     chosen, processed = scan_window(feasible, start, k, n)
+    if stale_in_scan(memo.stamp, version, start, processed):
+        # Bring every stale row up to date at once (one batch instead of one row per task), then
+        # take the window again: no row is stale any more.
+        evaluate_rows(ssn, task, memo, (memo.stamp != version).nonzero()[0], check_resources)
+        ok = memo.ok if cached is None else (memo.ok & ~cached)
+        feasible = rotated_feasible(ok, start, k)
+        chosen, processed = scan_window(feasible, start, k, n)
     if feasible.size == 0:
         return None
     ssn.last_processed_node_index = (start + processed) % n

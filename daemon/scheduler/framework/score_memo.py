@@ -11,7 +11,8 @@ a key function giving the part of a task's score signature it reads, or None whe
 that task is not node-local, and a function scoring given rows now.  When every scorer in force
 gives the task a key, `LocalScoring.scores` keeps the summed score of every row per signature
 (`ScoreMemo`), each row valid while its `NodeTable.version` stamp is unchanged, and re-scores
-only the rows whose stamp moved (all of them at once, in one call per scorer).  The sum is the
+the rows whose stamp moved when one of the candidates is among them (all of them at once, in one
+call per scorer).  The sum is the
 same float64 additions in the same order as `node_score_batch`, row by row, so the scores, and
 the node chosen, are the same; tests/scheduler/framework/test_score_memo.py checks it.
 """
@@ -84,10 +85,10 @@ class LocalScoring:
             return None
         memo = self.memo(signature)
         version = self.version
-        # Every stale row is re-scored, in the window or not (two passes over the stamps cost
-        # less than gathering the window's), so the memo is current before the gather.
-        stale = (memo.stamp != version).nonzero()[0]
-        if stale.size:
+        if (memo.stamp[rows] != version[rows]).any():
+            # Every stale row is re-scored at once, in the window or not (one batch now rather
+            # than one per later call).
+            stale = (memo.stamp != version).nonzero()[0]
             memo.value[stale] = self.score_now(task, stale)
             memo.stamp[stale] = version[stale]
         out: FloatArray = memo.value[rows]
