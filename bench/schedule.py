@@ -7,7 +7,8 @@ prints one JSON object per format: the best whole-process wall time, its CPU sec
 system of the child), the phases the command reports on stderr (imports and configuration,
 load, build, sessions, output: wall and CPU seconds each) and "startup and exit", the rest of
 the wall time (interpreter start, the CLI's own imports, teardown).  The output's sha256 is
-printed too, so that a faster build can be checked to decide exactly as before.
+printed too, so that a faster build can be checked to decide exactly as before, and the machine's
+1-minute load average before and after the runs (`load_1min`): the machine is shared.
 
     python bench/schedule.py                       # YAML and JSON input, 3 runs each
     python bench/schedule.py --formats yaml --repeat 5 --nodes 1000 --gangs 2000 --pods 10552
@@ -111,6 +112,7 @@ def main() -> None:
                 run_once(paths["conf"], paths["json"], tree, timings=False, env=env)
         for fmt in a.formats:
             runs, base_runs = [], []
+            load_before = os.getloadavg()[0]
             for _ in range(a.repeat):
                 if a.baseline is not None:
                     base_runs.append(
@@ -126,6 +128,7 @@ def main() -> None:
                         "wall_seconds": b["wall_seconds"],
                         "cpu_seconds": b["cpu_seconds"],
                         "wall_seconds_all": [r["wall_seconds"] for r in base_runs],
+                        "cpu_seconds_all": [r["cpu_seconds"] for r in base_runs],
                         "same_output": b["output_sha256"] == best["output_sha256"],
                     }
                 }
@@ -140,7 +143,9 @@ def main() -> None:
                         "runs": a.repeat,
                         **best,
                         "wall_seconds_all": [r["wall_seconds"] for r in runs],
+                        "cpu_seconds_all": [r["cpu_seconds"] for r in runs],
                         "vs_volcano": round(VOLCANO_SECONDS / best["wall_seconds"], 1),
+                        "load_1min": [round(load_before, 2), round(os.getloadavg()[0], 2)],
                         **baseline,
                     }
                 ),

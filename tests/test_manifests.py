@@ -151,6 +151,44 @@ def test_quantities_in_requests_are_summed_over_containers() -> None:
     assert not t.best_effort
 
 
+def test_extended_resources_per_container_only_for_names_with_a_slash() -> None:
+    """The per-container device figures: containers asking a name with a '/' (limits or
+    requests, init containers first), whole units rounded up; none for plain cpu/memory pods."""
+    plain = pod("p", requests={"cpu": "1", "memory": "1Gi"})
+    assert only_task(snap(podgroup(), plain)).pod.extended_resources == ()
+    dev = pod("p", requests={"cpu": "1", "volcano.sh/gpu-memory": "1500m"})
+    dev["spec"]["containers"][0]["resources"]["limits"] = {"nvidia.com/gpu": 2}
+    dev["spec"]["containers"].append({"name": "d", "resources": {"requests": {"cpu": "1"}}})
+    dev["spec"]["initContainers"] = [{"name": "i", "resources": {"limits": {"example.com/fpga": 1}}}]
+    (init, main) = only_task(snap(podgroup(), dev)).pod.extended_resources
+    assert (init.init, dict(init.limits), dict(init.requests)) == (True, {"example.com/fpga": 1}, {})
+    assert (main.init, dict(main.limits), dict(main.requests)) == (
+        False,
+        {"nvidia.com/gpu": 2},
+        {"volcano.sh/gpu-memory": 2},
+    )
+    only_init = pod("p", requests={"cpu": "1"})
+    only_init["spec"]["initContainers"] = [{"name": "i", "resources": {"requests": {"a.io/x": "1"}}}]
+    (init,) = only_task(snap(podgroup(), only_init)).pod.extended_resources
+    assert init.init and dict(init.requests) == {"a.io/x": 1}
+
+
+def test_creation_timestamps_shared_by_pods_parse_alike() -> None:
+    """Equal timestamp texts give equal seconds (remembered per text); no offset means UTC."""
+    a = pod("a", requests={"cpu": "1"})
+    b = pod("b", requests={"cpu": "1"})
+    for p in (a, b):
+        p["metadata"]["creationTimestamp"] = "2026-01-01T00:00:05Z"
+    c = pod("c", requests={"cpu": "1"})
+    c["metadata"]["creationTimestamp"] = "2026-01-01T00:00:05"
+    s = snap(podgroup(), a, b, c)
+    assert {t.name: t.creation for j in s.jobs.values() for t in j.tasks.values()} == {
+        "a": 1767225605.0,
+        "b": 1767225605.0,
+        "c": 1767225605.0,
+    }
+
+
 def test_sub_milli_cpu_is_rounded_up_per_container() -> None:
     p = pod("p", requests={"cpu": "100u"})
     p["spec"]["containers"].append({"name": "d", "resources": {"requests": {"cpu": "100u"}}})

@@ -164,7 +164,7 @@ class Doc:
             dt = datetime(v.year, v.month, v.day)
         elif isinstance(v, str):
             try:
-                dt = datetime.fromisoformat(v)
+                return _iso_seconds(v)
             except ValueError:
                 self.fail(path, f"bad timestamp {show(v)}: expected RFC 3339 such as 2024-01-02T03:04:05Z")
         else:
@@ -172,6 +172,16 @@ class Doc:
         if dt.tzinfo is None:
             dt = dt.replace(tzinfo=UTC)
         return dt.timestamp()
+
+
+@functools.lru_cache(maxsize=4096)
+def _iso_seconds(text: str) -> float:
+    """Seconds of an ISO 8601 timestamp (UTC when it has no offset), remembered per text: the
+    pods of one workload share a few creation times.  ValueError (never remembered) when bad."""
+    dt = datetime.fromisoformat(text)
+    if dt.tzinfo is None:
+        dt = dt.replace(tzinfo=UTC)
+    return dt.timestamp()
 
 
 def plain_quantities(v: Any) -> dict[str, Fraction] | None:

@@ -15,7 +15,7 @@ from daemon.manifests.fields import INT32_MAX, INT32_MIN, Doc, Obj, join, plain_
 from daemon.manifests.kinds import DEFAULT_SCHEDULER, TASK_PRIORITY_KEY, TASK_SPEC_KEY, preemptable
 from daemon.manifests.objects import Claims, Entry
 from daemon.manifests.pod_requests import Requests, volcano_request
-from daemon.scheduler.model.devices import pod_extended_resources
+from daemon.scheduler.model.devices import ContainerResources, pod_extended_resources
 from daemon.scheduler.model.queue import PriorityClassInfo
 from daemon.scheduler.model.task import HostPort, PodFacts, TaskInfo, Toleration, status_from_pod
 
@@ -276,6 +276,16 @@ def decode_pod(e: Entry, claims: Claims) -> Pod:
     )
 
 
+def _extended_resources(r: Requests) -> tuple[ContainerResources, ...]:
+    """`pod_extended_resources` of the spec; () at once when no resource name has a '/'."""
+    for req, lim in r.containers:
+        if any("/" in k for k in req) or any("/" in k for k in lim):
+            return pod_extended_resources(r.containers, r.inits)
+    if r.inits:
+        return pod_extended_resources(r.containers, r.inits)
+    return ()
+
+
 def pod_task(p: Pod, job: str, pcs: Mapping[str, PriorityClassInfo]) -> TaskInfo:
     """The TaskInfo of a parsed pod in job `job` (api.NewTaskInfo), given the priority classes."""
     s = p.spec
@@ -303,7 +313,7 @@ def pod_task(p: Pod, job: str, pcs: Mapping[str, PriorityClassInfo]) -> TaskInfo
         phase=p.phase,
         deleting=p.deleting,
         scheduled_time=p.scheduled_time,
-        extended_resources=pod_extended_resources(s.requests.containers, s.requests.inits),
+        extended_resources=_extended_resources(s.requests),
     )
     return TaskInfo(
         uid=p.uid,

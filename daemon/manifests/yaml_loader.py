@@ -120,19 +120,35 @@ class ManifestLoader(_Base):  # type: ignore[misc]
             mapping: dict[Any, Any] = {}
             made[key] = mapping
             open_nodes.add(key)
+            build = self._build
             for key_node, value_node in node.value:
-                if type(key_node) is not ScalarNode or key_node.tag.endswith((":merge", ":value")):
-                    raise _NotPlain("merge key or collection key")
-                k = key_node.value if key_node.tag == STR_TAG else self.construct_object(key_node)
-                mapping[k] = self._build(value_node, made, open_nodes)
+                if type(key_node) is not ScalarNode:
+                    raise _NotPlain("collection key")
+                key_tag = key_node.tag
+                if key_tag == STR_TAG:
+                    k = key_node.value
+                elif key_tag.endswith((":merge", ":value")):
+                    raise _NotPlain("merge key")
+                else:
+                    k = self.construct_object(key_node)
+                # A plain string value (most of a manifest) is taken here, without a call.
+                if type(value_node) is ScalarNode and value_node.tag == STR_TAG:
+                    mapping[k] = value_node.value
+                else:
+                    mapping[k] = build(value_node, made, open_nodes)
             open_nodes.discard(key)
             return mapping
         if cls is SequenceNode and tag == SEQ_TAG:
             seq: list[Any] = []
             made[key] = seq
             open_nodes.add(key)
+            build = self._build
             for child in node.value:
-                seq.append(self._build(child, made, open_nodes))
+                seq.append(
+                    child.value
+                    if type(child) is ScalarNode and child.tag == STR_TAG
+                    else build(child, made, open_nodes)
+                )
             open_nodes.discard(key)
             return seq
         raise _NotPlain(f"collection tagged {tag}")

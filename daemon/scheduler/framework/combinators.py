@@ -15,11 +15,12 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from daemon.scheduler.framework.score_memo import LocalScoreKey, LocalScores, LocalScoring
 from daemon.scheduler.model.fit import FitError
 
 if TYPE_CHECKING:
     from daemon.scheduler.framework.conf import Tier
-    from daemon.scheduler.framework.nodetable import BoolArray, FloatArray, IntArray
+    from daemon.scheduler.framework.nodetable import BoolArray, FloatArray, IntArray, NodeTable
     from daemon.scheduler.model.job import JobInfo
     from daemon.scheduler.model.node import NodeInfo
     from daemon.scheduler.model.queue import QueueInfo
@@ -139,6 +140,22 @@ class Combinators:
     _chains: dict[str, Chain]
     _flat: dict[str, list[tuple[str, Any]]]
     _batch_flat: dict[str, list[tuple[str, Any]]]
+    table: NodeTable
+    measure_callbacks: bool
+    # Node-local scorers by (point, plugin), registered at plugin open (lazily created), and the
+    # memoised scoring compiled from them when every scorer in force has one.
+    _local_score_fns: dict[tuple[str, str], tuple[LocalScoreKey, LocalScores]] | None = None
+    local_scoring: LocalScoring | None = None
+
+    def register_local_score(self, point: str, plugin: str, key: LocalScoreKey, scores: LocalScores) -> None:
+        """Declare `plugin`'s scorer at `point` (NodeOrder or BatchNodeOrder) node-local where `key`
+        gives a task a signature: `scores(task, rows)` then equals its batch scores of `rows`,
+        row by row, whatever the other rows (see score_memo.py)."""
+        if self.measure_callbacks:
+            scores = self._measured(plugin, point, scores)
+        if self._local_score_fns is None:
+            self._local_score_fns = {}
+        self._local_score_fns[(point, plugin)] = (key, scores)
 
     def compile_chains(self) -> None:
         """Freeze, per point, the tiers of enabled and registered callbacks (after session open)."""
@@ -162,6 +179,24 @@ class Combinators:
             self._chains[point] = chain
             self._flat[point] = flat
             self._batch_flat[point] = bflat
+        self.local_scoring = self._compile_local_scoring()
+
+    def _compile_local_scoring(self) -> LocalScoring | None:
+        """Memoised scores when every NodeOrder and BatchNodeOrder scorer in force is node-local
+        for some tasks (in `node_score_batch`'s order) and no BestNode callback reads the scores."""
+        local = self._local_score_fns
+        if local is None or self._flat[BEST_NODE]:
+            return None
+        scorers = []
+        for point in (NODE_ORDER, BATCH_NODE_ORDER):
+            for name, batch in self._batch_flat[point]:
+                found = local.get((point, name))
+                if found is None or batch is None:
+                    return None
+                scorers.append(found)
+        if not scorers:
+            return None
+        return LocalScoring(scorers, self.table.version)
 
     def has(self, point: str) -> bool:
         return bool(self._flat.get(point))
@@ -237,11 +272,18 @@ class Combinators:
         mask of rows whose first failing plugin gave it.
         """
         n = len(rows)
+        plugins = self._batch_flat[PREDICATE]
+        if len(plugins) == 1 and plugins[0][1] is not None and n:
+            # One vectorised plugin: its answer is the combination (every row is live for it).
+            only_ok, only_reasons, only_unres = plugins[0][1](task, rows)
+            if only_unres is None:
+                only_unres = np.zeros(n, dtype=np.bool_)
+            return only_ok, list(only_reasons), only_unres
         ok = np.ones(n, dtype=np.bool_)
         unresolvable = np.zeros(n, dtype=np.bool_)
         reasons: list[tuple[str, BoolArray]] = []
         nodes = self.node_list_ref()
-        for name, batch in self._batch_flat[PREDICATE]:
+        for name, batch in plugins:
             live = ok.nonzero()[0]
             if live.size == 0:
                 break
@@ -277,6 +319,9 @@ class Combinators:
         return ok, reasons, unresolvable
 
     def node_list_ref(self) -> list[NodeInfo]:
+        raise NotImplementedError
+
+    def _measured(self, plugin: str, point: str, fn: Callable[..., Any]) -> Callable[..., Any]:
         raise NotImplementedError
 
     # ----------------------------------------------------------------- scores

@@ -207,9 +207,10 @@ def rotated_feasible(ok: BoolArray, start: int, k: int) -> IntArray:
 # `NodeTable.row_local`), the fit of every node is kept per signature in a `RowMemo`; rows whose
 # stamp (`NodeTable.version`) moved are re-evaluated only when the sequential scan reaches one of
 # them, and then all together (the window is computed, and if its examined range holds a stale
-# row, every stale row is re-evaluated and the window computed again).  Rows outside the examined
-# range do not affect the result, so the window, start index and error-cache bookkeeping are
-# exactly those of `full_search`.  When no node fits, the full search runs for the fit errors.
+# row, every stale row is re-evaluated and the window computed again; a few of them row by row
+# in plain Python).  Rows outside the examined range do not affect the result, so the window,
+# start index and error-cache bookkeeping are exactly those of `full_search`.  When no node
+# fits, the full search runs for the fit errors.
 
 MEMO_SIZE = 64
 
@@ -263,6 +264,9 @@ def memo_for(ssn: Session, key: Hashable) -> RowMemo:
 def evaluate_rows(ssn: Session, task: TaskInfo, memo: RowMemo, rows: IntArray, check_resources: bool) -> None:
     """Fit of `rows` now (FutureIdle, then the plugin predicates on the rows that fit), stamped."""
     table = ssn.table
+    if len(rows) <= FEW_ROWS:
+        evaluate_few_rows(ssn, task, memo, rows, check_resources)
+        return
     if check_resources:
         cols, vals = table.request_columns(task)
         fit = table.fits(table.future_idle, cols, vals, rows)
@@ -275,6 +279,38 @@ def evaluate_rows(ssn: Session, task: TaskInfo, memo: RowMemo, rows: IntArray, c
         fit[live[~p_ok]] = False
     memo.ok[rows] = fit
     memo.stamp[rows] = table.version[rows]
+
+
+# Stale rows up to this many are evaluated row by row in plain Python (`evaluate_few_rows`).
+FEW_ROWS = 4
+
+
+def evaluate_few_rows(
+    ssn: Session, task: TaskInfo, memo: RowMemo, rows: IntArray, check_resources: bool
+) -> None:
+    """`evaluate_rows` for a few rows: the same comparisons one row at a time.
+
+    The resource fit compares every column against `NodeTable.thresholds` (request - 0.1 on
+    the compared columns, -inf elsewhere) as `NodeTable.fits` does for few rows; the plugin
+    predicates are each node's PredicateFn, whose verdicts are their batch's (the predicate
+    plugins' tests compare them).
+    """
+    table = ssn.table
+    has_predicates = ssn.has(PREDICATE)
+    nodes = table.nodes
+    if check_resources:
+        cols, vals = table.request_columns(task)
+        thr = table.thresholds(cols, vals).tolist()
+        future_idle, idle = table.future_idle.item, table.idle.item
+    for row in rows.tolist():
+        fit = True
+        if check_resources:
+            fit = all(future_idle(row, c) > t for c, t in enumerate(thr))
+            memo.idle[row] = all(idle(row, c) > t for c, t in enumerate(thr))
+        if fit and has_predicates:
+            fit = ssn.predicate_fn(task, nodes[row]) is None
+        memo.ok[row] = fit
+        memo.stamp[row] = table.version[row]
 
 
 def stale_in_scan(stamp: IntArray, version: IntArray, start: int, processed: int) -> bool:
@@ -419,7 +455,10 @@ def best_scored(ssn: Session, task: TaskInfo, group: IntArray) -> NodeInfo:
     table = ssn.table
     if not ssn.has_node_scores() and not ssn.has("bestNode"):
         return table.nodes[int(group[0])]
-    scores = ssn.node_score_batch(task, group)
+    local = ssn.local_scoring
+    scores = local.scores(task, group) if local is not None else None
+    if scores is None:
+        scores = ssn.node_score_batch(task, group)
     if ssn.has("bestNode"):
         by_score: dict[float, list[NodeInfo]] = {}
         for row, s in zip(group, scores, strict=True):

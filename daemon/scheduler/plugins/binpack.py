@@ -2,16 +2,17 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Hashable
 from typing import Any
 
 import numpy as np
 
 from daemon.scheduler.framework import combinators as cb
 from daemon.scheduler.framework.conf import arg_int
-from daemon.scheduler.framework.nodetable import FloatArray, IntArray
+from daemon.scheduler.framework.nodetable import FloatArray, IntArray, NodeTable
 from daemon.scheduler.framework.session import Session
 from daemon.scheduler.model.node import NodeInfo
-from daemon.scheduler.model.resources import CPU, MEMORY
+from daemon.scheduler.model.resources import CPU, MEMORY, Resource
 from daemon.scheduler.model.task import TaskInfo
 
 NAME = "binpack"
@@ -65,11 +66,96 @@ def binpack_score(task: TaskInfo, node: NodeInfo, weight: int, per: dict[str, in
     return score * float(MAX_NODE_SCORE * weight)
 
 
+# Stale rows up to this many are scored in plain Python (`LocalBinpack.few_rows`).
+SCALAR_ROWS = 4
+
+
+class LocalBinpack:
+    """Binpack as a node-local scorer (framework/score_memo.py): a node's score reads only its
+    own allocatable and used figures, so the signature is the request's scored dimensions.
+
+    A few rows are scored in plain Python with the same float64 steps as the batch (request +
+    used, times the weight, over the allocatable, summed in the request's dimension order, over
+    the weight sum, times 100 × weight; 0 on overflow), so the floats are the same.
+    """
+
+    __slots__ = ("_batch", "_cap_lists", "_held", "_multiplier", "_per", "_used", "col")
+
+    def __init__(
+        self,
+        table: NodeTable,
+        per: dict[str, int],
+        weight: int,
+        nonzero_caps: dict[str, FloatArray],
+        batch: Callable[[TaskInfo, IntArray], FloatArray],
+    ) -> None:
+        self.col = table.col
+        self._used = table.used
+        self._per = per
+        self._multiplier = float(MAX_NODE_SCORE * weight)
+        self._cap_lists = {rn: caps.tolist() for rn, caps in nonzero_caps.items()}
+        self._batch = batch
+        # Per request object: (request, signature, plain-Python terms or None, weight sum).
+        self._held: dict[
+            int, tuple[Resource, Hashable, list[tuple[int, float, int, list[float]]] | None, int]
+        ] = {}
+
+    def _terms(self, req: Resource) -> tuple[Hashable, list[tuple[int, float, int, list[float]]] | None, int]:
+        held = self._held.get(id(req))
+        if held is not None and held[0] is req:
+            return held[1], held[2], held[3]
+        parts: list[tuple[str, float]] = []
+        terms: list[tuple[int, float, int, list[float]]] | None = []
+        wsum = 0
+        for rn in req.resource_names():
+            request = req.get(rn)
+            w = self._per.get(rn)
+            if request == 0 or w is None:
+                continue
+            parts.append((rn, request))
+            wsum += w
+            caps = self._cap_lists.get(rn) if w != 0 else None
+            if terms is not None:
+                terms = None if caps is None else [*terms, (self.col[rn], request, w, caps)]
+        signature = tuple(parts)
+        self._held[id(req)] = (req, signature, terms, wsum)
+        return signature, terms, wsum
+
+    def key(self, task: TaskInfo) -> Hashable:
+        return self._terms(task.resreq)[0]
+
+    def scores(self, task: TaskInfo, rows: IntArray) -> FloatArray:
+        _, terms, wsum = self._terms(task.resreq)
+        if terms is None or len(rows) > SCALAR_ROWS:
+            return self._batch(task, rows)
+        return self.few_rows(terms, wsum, rows)
+
+    def few_rows(
+        self, terms: list[tuple[int, float, int, list[float]]], wsum: int, rows: IntArray
+    ) -> FloatArray:
+        item = self._used.item
+        out: list[float] = []
+        for row in rows.tolist():
+            score = 0.0
+            overflow = False
+            for c, request, w, caps in terms:
+                cap = caps[row]
+                used_after = item(row, c) + request
+                if used_after > cap:
+                    overflow = True
+                score += used_after * w / cap
+            if wsum > 0:
+                score /= wsum
+            out.append(0.0 if overflow else score * self._multiplier)
+        return np.array(out, dtype=np.float64)
+
+
 class BinpackPlugin:
     name = NAME
 
     def __init__(self, arguments: dict[str, Any]) -> None:
         self.weight, self.per = weights_from(arguments)
+        self.local: LocalBinpack | None = None
 
     def on_session_open(self, ssn: Session) -> None:
         if self.weight == 0:
@@ -125,6 +211,8 @@ class BinpackPlugin:
             return score
 
         ssn.register(cb.NODE_ORDER, NAME, node_order, batch)
+        self.local = LocalBinpack(table, per, weight, nonzero_caps, batch)
+        ssn.register_local_score(cb.NODE_ORDER, NAME, self.local.key, self.local.scores)
 
     def on_session_close(self, ssn: Session) -> None:
         return None

@@ -51,7 +51,7 @@ from __future__ import annotations
 import json
 import math
 from collections import Counter, OrderedDict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -392,6 +392,8 @@ class NodeOrderPlugin:
         self.ssn: Session | None = None
         self.mirror: NodeMirror | None = None
         self._alloc: tuple[IntArray, IntArray, IntArray] | None = None
+        # The cpu and memory columns of `_alloc` as Python ints, for the few-row scores.
+        self._alloc_lists: tuple[list[int], list[int]] | None = None
         self._ns_labels: dict[str, Any] = {}
         self._affinity_scores: OrderedDict[str, IntArray | None] = OrderedDict()
         self._taint_counts: OrderedDict[tuple[Toleration, ...], IntArray | None] = OrderedDict()
@@ -401,6 +403,8 @@ class NodeOrderPlugin:
         self._image_nodes: Counter[str] = Counter()
         self._local_scores: OrderedDict[PodRequests, ScoreMemo] = OrderedDict()
         self._requests: dict[int, tuple[Resource, PodRequests]] = {}
+        # Per task object: (task, `_static_local_key`), for the session.
+        self._local_keys: dict[int, tuple[TaskInfo, Hashable | None]] = {}
         self._any_prefer_taints = False
         self._cpu_mem_positive = False
 
@@ -418,6 +422,7 @@ class NodeOrderPlugin:
             return col
 
         self._alloc = (column(0), column(1), column(gpu_col))
+        self._alloc_lists = (self._alloc[0].tolist(), self._alloc[1].tolist())
         self._cpu_mem_positive = bool((self._alloc[0] > 0).all() and (self._alloc[1] > 0).all())
         self._ns_labels = namespace_labels(ssn)
         self._any_prefer_taints = any(t.effect == PREFER_NO_SCHEDULE for ts in mirror.taint_sets for t in ts)
@@ -425,14 +430,17 @@ class NodeOrderPlugin:
             self._image_nodes.update(nd.facts.images.keys())
         if self.weights.any_batch:
             ssn.register(cb.BATCH_NODE_ORDER, NAME, self.batch_node_order, self.batch_scores)
+            ssn.register_local_score(cb.BATCH_NODE_ORDER, NAME, self.local_key, self.local_batch_scores)
         if self.weights.image_locality != 0:
             ssn.register(cb.NODE_ORDER, NAME, self.node_order, self.image_batch)
+            ssn.register_local_score(cb.NODE_ORDER, NAME, self.image_key, self.image_batch)
 
     def on_session_close(self, ssn: Session) -> None:
         self._affinity_scores.clear()
         self._taint_counts.clear()
         self._image_scores.clear()
         self._local_scores.clear()
+        self._local_keys.clear()
 
     def _mirror(self) -> NodeMirror:
         assert self.mirror is not None, "nodeorder: session not open"
@@ -473,6 +481,57 @@ class NodeOrderPlugin:
             if spread is not None:
                 total += spread * w.pod_topology_spread
         return total.astype(np.float64)
+
+    # ----------------------------------------------------------------- node-local scores
+    def local_key(self, task: TaskInfo) -> Hashable | None:
+        """The task's signature when `batch_scores` is node-local for it (framework/score_memo.py):
+        every scorer in force reads only the node's own figures, or gives every node the same.
+
+        None when a scorer normalises over the candidates: preferred node affinity terms,
+        PreferNoSchedule taints on some node, inter-pod affinity (the pod's preferred terms, or
+        existing pods' preferred terms matching it), ScheduleAnyway spread constraints.
+        """
+        held = self._local_keys.get(id(task))
+        if held is None or held[0] is not task:
+            held = self._local_keys[id(task)] = (task, self._static_local_key(task))
+        key = held[1]
+        # Inter-pod affinity reads the pods placed so far (their preferred terms): asked each time.
+        if (
+            key is not None
+            and self.weights.pod_affinity
+            and (task.pod.affinity or self._mirror().pref_open)
+            and self.interpod_topology(task)
+        ):
+            return None
+        return key
+
+    def _static_local_key(self, task: TaskInfo) -> Hashable | None:
+        """`local_key` but for inter-pod affinity: what reads only the pod and the nodes' taints."""
+        w = self.weights
+        pod = task.pod
+        if w.taint_toleration and self._any_prefer_taints:
+            return None
+        if w.pod_topology_spread and raw_spread_constraints(pod):
+            return None
+        if w.node_affinity and pod.affinity and self.node_affinity_raw(pod) is not None:
+            return None
+        return self.requests_of(task)
+
+    def local_batch_scores(self, task: TaskInfo, rows: IntArray) -> FloatArray:
+        """`batch_scores` of `rows` for a task `local_key` gives a signature, computed now."""
+        w = self.weights
+        req = self.requests_of(task)
+        if w.least_requested or w.most_requested or (w.balanced_resource and not req.best_effort):
+            total = self.compute_local_scores(req, rows)
+        else:
+            total = np.zeros(len(rows), dtype=np.int64)
+        if w.taint_toleration:
+            total += MAX_NODE_SCORE * w.taint_toleration  # every node scores 100
+        return total.astype(np.float64)
+
+    def image_key(self, task: TaskInfo) -> Hashable:
+        """ImageLocality is node-local: a node's score reads its own images and the pod's."""
+        return task.pod.images
 
     def requests_of(self, task: TaskInfo) -> PodRequests:
         """pod_requests, kept per request object."""
@@ -531,8 +590,15 @@ class NodeOrderPlugin:
         overflow or a conversion to float could round.
         """
         m = self._mirror()
-        assert self._alloc is not None
-        alloc_cpu, alloc_mem, _ = self._alloc
+        assert self._alloc_lists is not None
+        alloc_cpu, alloc_mem = self._alloc_lists
+        nz_cpu, nz_memory, req_cpu, req_memory = (
+            m.nz_cpu.item,
+            m.nz_memory.item,
+            m.req_cpu.item,
+            m.req_memory.item,
+        )
+        pod_nz_cpu, pod_nz_memory, pod_cpu, pod_memory = req.nz_cpu, req.nz_memory, req.cpu, req.memory
         w = self.weights
         balanced = w.balanced_resource and not req.best_effort
         half = MAX_NODE_SCORE // 2
@@ -540,11 +606,11 @@ class NodeOrderPlugin:
         mw0, mw1 = MOST_ALLOCATED_WEIGHTS
         out: list[int] = []
         for row in rows.tolist():
-            a_cpu, a_mem = int(alloc_cpu[row]), int(alloc_mem[row])
-            r_cpu, r_mem = int(m.nz_cpu[row]) + req.nz_cpu, int(m.nz_memory[row]) + req.nz_memory
-            h_cpu, h_mem = int(m.req_cpu[row]), int(m.req_memory[row])
-            figures = (a_cpu, a_mem, r_cpu, r_mem, h_cpu + req.cpu, h_mem + req.memory)
-            if max(abs(v) for v in figures) >= _EXACT_LIMIT:
+            a_cpu, a_mem = alloc_cpu[row], alloc_mem[row]
+            r_cpu, r_mem = nz_cpu(row) + pod_nz_cpu, nz_memory(row) + pod_nz_memory
+            h_cpu, h_mem = req_cpu(row), req_memory(row)
+            figures = (a_cpu, a_mem, r_cpu, r_mem, h_cpu + pod_cpu, h_mem + pod_memory)
+            if max(figures) >= _EXACT_LIMIT or min(figures) <= -_EXACT_LIMIT:
                 return None
             total = 0
             if w.least_requested:
@@ -556,7 +622,7 @@ class NodeOrderPlugin:
                 p1 = min(r_mem, a_mem) * 100 // a_mem
                 total += (p0 * mw0 + p1 * mw1) // (mw0 + mw1) * w.most_requested
             if balanced:
-                with_pod = _balance(h_cpu + req.cpu, h_mem + req.memory, a_cpu, a_mem)
+                with_pod = _balance(h_cpu + pod_cpu, h_mem + pod_memory, a_cpu, a_mem)
                 without = _balance(h_cpu, h_mem, a_cpu, a_mem)
                 total += (half + (half + with_pod - without) // 2) * w.balanced_resource
             out.append(total)

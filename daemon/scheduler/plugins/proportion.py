@@ -8,7 +8,7 @@ dimensions; jobs are admitted while minResources fit the queue's real capability
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -126,14 +126,18 @@ class ProportionPlugin:
             # as task by task); only the pending tasks are summed here.
             attr.allocated.add(job.allocated)
             attr.request.add(job.allocated)
-            for t in job.peek_in(TaskStatus.PENDING).values():
-                attr.request.add(t.resreq)
+            pending = job.peek_in(TaskStatus.PENDING)
+            if pending:
+                add_requests(attr.request, pending.values())
             if job.min_resources is not None:
                 if job.status.phase == PHASE_INQUEUE:
                     attr.inqueue.add(deduct_sch_gated(job, inqueue_resource(job, job.allocated)))
                 if job.status.phase == PHASE_RUNNING and allocated_task_num(job) >= job.min_available:
                     attr.inqueue.add(deduct_sch_gated(job, inqueue_resource(job, job.allocated)))
-            attr.elastic.add(elastic_resources(job))
+            if not (_all_zero(job.allocated) and _none_negative(job.min_resources)):
+                # Nothing allocated over a minResources of no negative figure: the elastic part
+                # (allocated in excess of minResources) is empty, adding it changes nothing.
+                attr.elastic.add(elastic_resources(job))
         compute_deserved(attrs, total)
         self.attrs = attrs
         self._register(ssn, attrs)
@@ -316,6 +320,33 @@ class ProportionPlugin:
 
 
 SIM_STATE_KEY = "proportion"
+
+
+def add_requests(total: Resource, tasks: Iterable[TaskInfo]) -> None:
+    """`total.add(t.resreq)` for each task in turn (the same additions, without a call each)."""
+    cpu, memory, scalars = total.cpu, total.memory, total.scalars
+    for t in tasks:
+        r = t.resreq
+        cpu += r.cpu
+        memory += r.memory
+        if r.scalars:
+            for n, v in r.scalars.items():
+                scalars[n] = scalars.get(n, 0) + v
+    total.cpu, total.memory = cpu, memory
+
+
+def _all_zero(r: Resource) -> bool:
+    if r.cpu != 0 or r.memory != 0:
+        return False
+    return all(v == 0 for v in r.scalars.values())
+
+
+def _none_negative(r: Resource | None) -> bool:
+    if r is None:
+        return True
+    if r.cpu < 0 or r.memory < 0:
+        return False
+    return all(v >= 0 for v in r.scalars.values())
 
 
 class ProportionSimState:

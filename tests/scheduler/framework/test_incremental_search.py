@@ -16,6 +16,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from fumarole_sched_kit import mk_conf, mk_job, mk_queue, mk_snapshot, open_session, pod_req
 
 from daemon.scheduler.framework import placement
+from daemon.scheduler.framework.combinators import Combinators
 from daemon.scheduler.framework.placement import (
     ErrorCache,
     SearchOptions,
@@ -31,7 +32,7 @@ from daemon.scheduler.model.node import NodeFacts, NodeInfo
 from daemon.scheduler.model.resources import Resource
 from daemon.scheduler.model.snapshot import ClusterSnapshot
 from daemon.scheduler.model.task import HostPort, PodFacts, Taint, TaskInfo, TaskStatus, Toleration
-from daemon.scheduler.plugins import nodeorder
+from daemon.scheduler.plugins import binpack, nodeorder
 
 GI = 1024**3
 
@@ -154,6 +155,10 @@ def test_incr_memo_search_equals_full_search_step_by_step(snap: ClusterSnapshot,
         assert sorted(job_cache.failed) == sorted(full_cache.failed)
         for role, mask in full_cache.failed.items():
             assert np.array_equal(job_cache.failed[role], mask)
+        # The Idle fit the search leaves for choose_node is the table's.
+        cols, vals = ssn.table.request_columns(task)
+        assert ssn.table.search_hint is not None and ssn.table.search_hint[0] is got
+        assert np.array_equal(ssn.table.search_hint[1], ssn.table.fits(ssn.table.idle, cols, vals, got))
         # choose_node through the search's Idle hint and without it pick the same node.
         picked = choose_node(ssn, task, got)
         assert picked is choose_node(ssn, task, got.copy())
@@ -172,7 +177,8 @@ def test_incr_memo_search_equals_full_search_step_by_step(snap: ClusterSnapshot,
                 namespace="default",
                 job="",
                 resreq=Resource(500, GI, {"pods": 1}),
-                status=TaskStatus.RUNNING,
+                # A releasing pod makes FutureIdle exceed Idle on its node.
+                status=TaskStatus.RELEASING if rng.random() < 0.5 else TaskStatus.RUNNING,
             )
             other.add_task(filler)
 
@@ -187,6 +193,7 @@ def run_both(snap: ClusterSnapshot, monkeypatch: pytest.MonkeyPatch, conf_action
             "node_local_scores",
             lambda self, req, rows: self.compute_local_scores(req, rows),
         )
+        m.setattr(Combinators, "_compile_local_scoring", lambda self: None)
         slow = run_session(snap, conf, explain=True)
     return fast, slow
 
@@ -268,3 +275,148 @@ def test_incr_non_row_local_tasks_use_the_full_search() -> None:
     plain = sorted(ssn.jobs["default/j001"].tasks.values(), key=lambda t: t.uid)[0]
     assert ssn.pre_predicate_fn(plain) is None
     assert placement.row_local_key(ssn, plain, True) is not None
+
+
+# ------------------------------------------------------------------ node-local score memo
+
+
+def without_prefer_taints(snap: ClusterSnapshot) -> ClusterSnapshot:
+    """The cluster with its PreferNoSchedule taints removed (they make nodeorder's score normalise
+    over the candidates, so no task would be node-local)."""
+    for node in snap.nodes:
+        taints = tuple(t for t in node.facts.taints if t.effect != "PreferNoSchedule")
+        node.facts = NodeFacts(node.facts.labels, node.facts.annotations, taints, node.facts.unschedulable)
+    return snap
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(clusters(), st.booleans(), st.integers(0, 2**16))
+def test_score_memo_equals_the_batch_scores_step_by_step(
+    snap: ClusterSnapshot, strip_taints: bool, seed: int
+) -> None:
+    """At every step the memoised scores of the candidate rows are the batch scores, bit for bit
+    (or None: some scorer is not node-local for the task, e.g. PreferNoSchedule taints)."""
+    if strip_taints:
+        snap = without_prefer_taints(snap)
+    ssn = open_session(snap, mk_conf("allocate", *CONF_TIERS))
+    local = ssn.local_scoring
+    assert local is not None  # nodeorder and binpack both declare node-local scorers
+    rng = np.random.default_rng(seed)
+    prefer_taints = any(t.effect == "PreferNoSchedule" for n in ssn.node_list for t in n.facts.taints)
+    for task in pending_tasks(ssn):
+        assert ssn.pre_predicate_fn(task) is None
+        found, _ = predicate_nodes(ssn, task, None, ErrorCache(), SearchOptions())
+        if found.size == 0:
+            continue
+        for rows in (found, found[: int(rng.integers(1, found.size + 1))], found[::-1].copy()):
+            got = local.scores(task, rows)
+            assert (got is None) == prefer_taints
+            if got is not None:
+                assert np.array_equal(got, ssn.node_score_batch(task, rows))
+        picked = choose_node(ssn, task, found)
+        assert picked is not None
+        if rng.random() < 0.85 and task.resreq.less_equal(picked.idle):
+            ssn.allocate(task, picked)
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(clusters(), st.integers(0, 2**16))
+def test_binpack_few_rows_equal_the_batch(snap: ClusterSnapshot, seed: int) -> None:
+    """Binpack's plain-Python scores of a few rows are the array batch's floats, bit for bit."""
+    weights = {"binpack.weight": 3, "binpack.cpu": 3, "binpack.memory": 7}
+    ssn = open_session(snap, mk_conf("allocate", ["predicates", {"name": "binpack", "arguments": weights}]))
+    rng = np.random.default_rng(seed)
+    n = len(ssn.node_list)
+    for task in pending_tasks(ssn):
+        for node in ssn.node_list[: int(rng.integers(0, 3))]:  # some nodes partly used
+            if task.resreq.less_equal(node.idle):
+                ssn.allocate(task, node)
+                break
+        rows = rng.integers(0, n, size=int(rng.integers(1, binpack.SCALAR_ROWS + 1))).astype(np.int64)
+        plugin = ssn.plugins["binpack"]
+        assert isinstance(plugin, binpack.BinpackPlugin) and plugin.local is not None
+        scores = plugin.local.scores
+        want = scores(task, np.concatenate([rows, np.arange(n, dtype=np.int64)]))[: len(rows)]
+        assert np.array_equal(scores(task, rows), want)
+
+
+def test_score_memo_declines_tasks_whose_scores_normalise() -> None:
+    """Preferred node affinity is normalised over the candidates: no signature for that task."""
+    snap = big_snapshot(120, 2)
+    job = snap.jobs["default/j000"]
+    preferred = {
+        "nodeAffinity": {
+            "preferredDuringSchedulingIgnoredDuringExecution": [
+                {"weight": 5, "preference": {"matchExpressions": [expr_in("disk", "ssd")]}}
+            ]
+        }
+    }
+    for t in job.tasks.values():
+        t.pod = PodFacts(affinity=preferred)
+    ssn = open_session(snap, mk_conf("allocate", *CONF_TIERS))
+    local = ssn.local_scoring
+    assert local is not None
+    task = sorted(ssn.jobs["default/j000"].tasks.values(), key=lambda t: t.uid)[0]
+    assert local.signature(task) is None
+    plain = sorted(ssn.jobs["default/j001"].tasks.values(), key=lambda t: t.uid)[0]
+    assert local.signature(plain) is not None
+
+
+def expr_in(key: str, *values: str) -> dict[str, Any]:
+    return {"key": key, "operator": "In", "values": list(values)}
+
+
+def test_score_memo_declines_once_a_placed_pod_prefers_the_task() -> None:
+    """Inter-pod affinity reads the pods placed so far: a task is node-local until a pod whose
+    preferred affinity term selects it is placed, then not."""
+    snap = big_snapshot(120, 2)
+    prefers_web = {
+        "podAffinity": {
+            "preferredDuringSchedulingIgnoredDuringExecution": [
+                {
+                    "weight": 10,
+                    "podAffinityTerm": {
+                        "topologyKey": "kubernetes.io/hostname",
+                        "labelSelector": {"matchLabels": {"app": "web"}},
+                    },
+                }
+            ]
+        }
+    }
+    with_hostnames(snap)
+    for t in snap.jobs["default/j000"].tasks.values():
+        t.pod = PodFacts(labels={"app": "db"}, affinity=prefers_web)
+    for t in snap.jobs["default/j001"].tasks.values():
+        t.pod = PodFacts(labels={"app": "web"})
+    ssn = open_session(snap, mk_conf("allocate", *CONF_TIERS))
+    local = ssn.local_scoring
+    assert local is not None
+    web, web2 = sorted(ssn.jobs["default/j001"].tasks.values(), key=lambda t: t.uid)[:2]
+    db = sorted(ssn.jobs["default/j000"].tasks.values(), key=lambda t: t.uid)[0]
+    # Nothing placed: no pod to be near, every affinity score is 0 on every node.
+    assert local.signature(web) is not None
+    assert local.signature(db) is not None
+    assert ssn.pre_predicate_fn(web2) is None  # (Reserve lets a pod reach the mirror after PreFilter)
+    ssn.allocate(web2, ssn.node_list[1])
+    assert local.signature(db) is None  # a db pod prefers to be near the placed web pod
+    assert local.signature(web) is not None
+
+    # A pod with preferred terms already running at open (Volcano scores other pods towards it).
+    snap = with_hostnames(big_snapshot(120, 2))
+    for t in snap.jobs["default/j001"].tasks.values():
+        t.pod = PodFacts(labels={"app": "web"})
+    running = snap.jobs["default/j000"].tasks["j000-t0"]
+    running.pod = PodFacts(labels={"app": "db"}, affinity=prefers_web)
+    snap.jobs["default/j000"].update_task_status(running, TaskStatus.RUNNING)
+    running.node_name = snap.nodes[0].name
+    snap.nodes[0].add_task(running)
+    ssn = open_session(snap, mk_conf("allocate", *CONF_TIERS))
+    assert ssn.local_scoring is not None
+    web = sorted(ssn.jobs["default/j001"].tasks.values(), key=lambda t: t.uid)[0]
+    assert ssn.local_scoring.signature(web) is None
+
+
+def with_hostnames(snap: ClusterSnapshot) -> ClusterSnapshot:
+    for node in snap.nodes:
+        node.facts = NodeFacts(labels={"kubernetes.io/hostname": node.name})
+    return snap

@@ -7,6 +7,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from fumarole_sched_kit import (
@@ -25,11 +27,12 @@ from fumarole_sched_kit import (
 )
 
 from daemon.scheduler.framework.session import Session
-from daemon.scheduler.model.resources import Resource
+from daemon.scheduler.model.resources import Resource, exceeded_part
 from daemon.scheduler.model.task import TaskStatus
 
 S = TaskStatus
 PROP = mk_conf("allocate", ["proportion"])
+GI = 1024**3
 
 
 def attrs(ssn: Session) -> dict[str, Any]:
@@ -376,3 +379,67 @@ def test_volcano_job_enqueued_only_after_every_plugin_admitted() -> None:
     run_actions(ssn, "enqueue")
     assert ssn.jobs["ns1/pgA"].status.phase == "Pending"
     assert ssn.jobs["ns1/pgB"].status.phase == "Inqueue"
+
+
+# --------------------------------------------------------------------------- open figures
+STATUSES = [S.PENDING, S.RUNNING, S.ALLOCATED, S.BINDING, S.SUCCEEDED]
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(
+        st.tuples(
+            st.sampled_from(["q1", "q2"]),
+            st.lists(
+                st.tuples(st.sampled_from(STATUSES), st.integers(0, 4000), st.integers(0, 3)), max_size=5
+            ),
+            st.one_of(
+                st.none(),
+                st.tuples(st.sampled_from([-1, 0, 1000, 3000]), st.integers(0, 2), st.integers(-1, 2)),
+            ),
+        ),
+        max_size=6,
+    )
+)
+def test_open_request_and_elastic_equal_the_direct_sums(jobs: list[Any]) -> None:
+    """Queue `request` (allocated + pending requests) and `elastic` (allocated over minResources,
+    summed over jobs) at session open, against the sums written out job by job."""
+    made = []
+    for j, (queue, tasks, min_res) in enumerate(jobs):
+        minimum = None if min_res is None else Resource(min_res[0], min_res[1] * GI, {"x.io/dev": min_res[2]})
+        job = mk_job(f"j{j}", queue, min_resources=minimum)
+        for t, (status, cpu, dev) in enumerate(tasks):
+            node = "n1" if status != S.PENDING else ""
+            mk_task(
+                job,
+                f"j{j}-t{t}",
+                resreq=Resource(cpu, GI, {"x.io/dev": dev} if dev else None),
+                status=status,
+                node=node,
+            )
+        made.append(job)
+    snap = mk_snapshot(
+        [mk_node("n1", "64", "256Gi", extra={"x.io/dev": "100"})], made, [mk_queue("q1"), mk_queue("q2")]
+    )
+    ssn = open_session(snap, PROP)
+    want_request: dict[str, Resource] = {}
+    want_elastic: dict[str, Resource] = {}
+    for job in ssn.jobs.values():
+        request = want_request.setdefault(job.queue, Resource())
+        request.add(job.allocated)
+        for t in job.tasks_in(S.PENDING):
+            request.add(t.resreq)
+        want_elastic.setdefault(job.queue, Resource()).add(
+            exceeded_part(job.allocated, job.min_resources or Resource())
+        )
+    for queue, attr in attrs(ssn).items():
+        assert (attr.request.cpu, attr.request.memory, attr.request.scalars) == (
+            want_request[queue].cpu,
+            want_request[queue].memory,
+            want_request[queue].scalars,
+        )
+        assert (attr.elastic.cpu, attr.elastic.memory, attr.elastic.scalars) == (
+            want_elastic[queue].cpu,
+            want_elastic[queue].memory,
+            want_elastic[queue].scalars,
+        )
