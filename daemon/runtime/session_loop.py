@@ -25,6 +25,7 @@ from daemon.runtime.cycle import CycleDecisions, decide, session_id
 from daemon.runtime.heap import HeapSettler
 from daemon.runtime.session_memo import SessionMemo
 from daemon.runtime.telemetry import trace_id_hex
+from daemon.scheduler.model.job import JobInfo
 from daemon.scheduler.model.snapshot import ClusterSnapshot
 from daemon.scheduler.model.task import TaskStatus
 from store.events import BindDecided, EvictDecided, PodGroupStatusChanged
@@ -92,6 +93,7 @@ class CycleRunner:
         self._warned: set[str] = set()
         self.heap = HeapSettler()
         self.memo = SessionMemo()
+        self.counts = TaskCounts()
 
     async def run_cycle(self, writer: Writer) -> CycleSummary:
         conf_events = self.conf.poll()
@@ -133,7 +135,7 @@ class CycleRunner:
                         tracer_provider=self.tracer_provider,
                         reuse=recalled[0] if recalled is not None else None,
                     )
-                counts = recalled[1] if recalled is not None else _counts(snapshot)
+                counts = recalled[1] if recalled is not None else self.counts(snapshot)
                 if recalled is None:
                     self.memo.remember(generation, active.conf, active.hash, snapshot, out.result, counts)
                 closed = out.closed
@@ -192,12 +194,44 @@ class CycleRunner:
         return summary
 
 
+class TaskCounts:
+    """The snapshot's bound and pending tasks (the progress line's figures), counted per job and
+    kept for the next cycle: a freeze hands out the same JobInfo object for a job that did not
+    change (and snapshots are read-only), so only the jobs that changed are counted again."""
+
+    def __init__(self) -> None:
+        self._jobs: dict[str, tuple[JobInfo, int, int]] = {}
+
+    def __call__(self, snapshot: ClusterSnapshot) -> tuple[int, int]:
+        known = self._jobs
+        kept: dict[str, tuple[JobInfo, int, int]] = {}
+        bound = pending = 0
+        for uid, job in snapshot.jobs.items():
+            hit = known.get(uid)
+            if hit is None or hit[0] is not job:
+                hit = (job, *_job_counts(job))
+            kept[uid] = hit
+            bound += hit[1]
+            pending += hit[2]
+        self._jobs = kept
+        return bound, pending
+
+
+def _job_counts(job: JobInfo) -> tuple[int, int]:
+    bound = pending = 0
+    for t in job.tasks.values():
+        if t.status in _BOUND:
+            bound += 1
+        elif t.status == TaskStatus.PENDING:
+            pending += 1
+    return bound, pending
+
+
 def _counts(snapshot: ClusterSnapshot) -> tuple[int, int]:
+    """Bound and pending tasks of the snapshot, counted from scratch (what `TaskCounts` keeps)."""
     bound = pending = 0
     for job in snapshot.jobs.values():
-        for t in job.tasks.values():
-            if t.status in _BOUND:
-                bound += 1
-            elif t.status == TaskStatus.PENDING:
-                pending += 1
+        b, p = _job_counts(job)
+        bound += b
+        pending += p
     return bound, pending
