@@ -15,6 +15,8 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+import msgspec
+
 from daemon.adapters.simulator.workload import (
     DURATION_KEY,
     GROUP_NAME_KEY,
@@ -160,6 +162,7 @@ class Simulator:
                 if g:
                     self._group_subs.setdefault(_key(o["metadata"]["namespace"], g), set()).add(s.index)
         self._request_cache: dict[str, Resource] = {}
+        self._spec_cache: dict[bytes, Resource] = {}
         self._duration_cache: dict[str, int] = {}
         self._reset()
 
@@ -444,7 +447,9 @@ class Simulator:
                 )
 
     def _complete(self, key: str, at: int, out: list[ObservedEvent]) -> None:
-        pod = copy.deepcopy(self._pods[key])
+        # A new top-level mapping sharing the unchanged parts: manifests are never changed in
+        # place (the emitted event, the log and the daemon's projection hold the same objects).
+        pod = dict(self._pods[key])
         pod["status"] = {**(pod.get("status") or {}), "phase": "Succeeded"}
         ns, name = key.split("/", 1)
         self._emit(out, PodUpserted(namespace=ns, name=name, manifest=pod, at_ms=at))
@@ -518,11 +523,11 @@ class Simulator:
         short = self._shortage(d.node, pod)
         if short:
             return failed(f"node {d.node} rejected the pod: OutOf{short}")
-        new = copy.deepcopy(pod)
+        new = dict(pod)  # unchanged parts shared (see _complete)
         if d.annotations:  # what the binder writes on the pod with the bind (e.g. GPU card index)
-            meta = new.setdefault("metadata", {})
+            meta = new["metadata"] = dict(new.get("metadata") or {})
             meta["annotations"] = {**(meta.get("annotations") or {}), **d.annotations}
-        new.setdefault("spec", {})["nodeName"] = d.node
+        new["spec"] = {**(new.get("spec") or {}), "nodeName": d.node}
         new["status"] = {**(new.get("status") or {}), "phase": "Running"}
         self._emit(facts, PodUpserted(namespace=d.namespace, name=d.name, manifest=new, at_ms=self._now))
         return BindSucceeded(decision_seq=seq, namespace=d.namespace, name=d.name, node=d.node)
@@ -545,16 +550,29 @@ class Simulator:
         uid = _uid(pod)
         r = self._request_cache.get(uid)
         if r is None:
+            r = self._request_cache[uid] = self._spec_request(pod["spec"])
+        return r
+
+    def _spec_request(self, spec: Any) -> Resource:
+        """What a pod with this spec requests (the scheduler's own parse), computed once per spec:
+        the replicas of a Volcano Job task have equal specs.  Read-only (shared between pods)."""
+        try:
+            text = msgspec.json.encode(spec)
+        except (TypeError, msgspec.EncodeError):
+            text = None
+        r = self._spec_cache.get(text) if text is not None else None
+        if r is None:
             bare = {
                 "apiVersion": "v1",
                 "kind": "Pod",
-                "metadata": {"name": "p", "uid": uid},
-                "spec": pod["spec"],
+                "metadata": {"name": "p", "uid": "p"},
+                "spec": spec,
             }
             snap = build_snapshot([(SOURCE_NAME, 0, bare)])
             tasks = [t for j in snap.jobs.values() for t in j.tasks.values()]
             r = tasks[0].resreq.clone() if tasks else Resource()
-            self._request_cache[uid] = r
+            if text is not None:
+                self._spec_cache[text] = r
         return r
 
     def _evict(self, seq: int, d: EvictDecided, facts: list[ObservedEvent]) -> OutcomeEvent:
