@@ -19,7 +19,9 @@ Prints one JSON object per scenario (one line each):
   after `--wall-limit` seconds if it has not drained.  It reports simulated seconds per wall
   second and the per-cycle split freeze / gc (the heap settling) / session (open, actions,
   close, result) / events / append / dispatch / other (the simulator's clock advance and its
-  append) from the daemon's `cycle timings` and `dispatched` debug log lines.  `cpu_s` is the
+  append) from the daemon's `cycle timings` and `dispatched` debug log lines (with the CPU
+  seconds of the thread that ran the freeze, the heap settling and the session with its events:
+  `*_cpu_s`, steadier than wall seconds when other work shares the machine).  `cpu_s` is the
   daemon's CPU seconds (user + system) and `simulated_s_per_cpu_s` the rate per CPU second, the
   steadier figure on a shared machine.
 
@@ -392,7 +394,7 @@ def workload(nodes: int, jobs: int, a: argparse.Namespace, tmp: Path) -> dict[st
             measured = c["freeze_s"] + c.get("gc_s", 0.0) + c["decide_s"] + c["append_s"] + c["dispatch_s"]
             c["other_s"] = max(0.0, gap - measured)
         keys = ("cycle_s", "freeze_s", "gc_s", "open_s", "actions_s", "close_s", "result_s", "events_s",
-                "append_s", "dispatch_s", "other_s")  # fmt: skip
+                "append_s", "dispatch_s", "other_s", "freeze_cpu_s", "gc_cpu_s", "decide_cpu_s")  # fmt: skip
         out["per_cycle"] = {k: _stats([c[k] for c in cycles if k in c]) for k in keys}
     out["load1_end"] = load1()
     return out

@@ -62,6 +62,11 @@ class CycleSummary:
     freeze_s: float = 0.0
     gc_s: float = 0.0
     decide_s: float = 0.0
+    # CPU seconds of the thread that ran the step (observability only): the freeze and the heap
+    # settling on the event loop's thread, the session and its events on the worker thread.
+    freeze_cpu_s: float = 0.0
+    gc_cpu_s: float = 0.0
+    decide_cpu_s: float = 0.0
     append_s: float = 0.0
     phase_seconds: dict[str, float] = field(default_factory=dict)
 
@@ -69,6 +74,9 @@ class CycleSummary:
         """freeze / gc (HeapSettler) / session phases (open, actions, close, result) / decide
         (session + events) / append."""
         out = {"freeze_s": round(self.freeze_s, 6), "gc_s": round(self.gc_s, 6)}
+        out["freeze_cpu_s"] = round(self.freeze_cpu_s, 6)
+        out["gc_cpu_s"] = round(self.gc_cpu_s, 6)
+        out["decide_cpu_s"] = round(self.decide_cpu_s, 6)
         out.update({f"{k}_s": v for k, v in self.phase_seconds.items()})
         out["session_s"] = round(self.seconds, 6)
         out["decide_s"] = round(self.decide_s, 6)
@@ -101,21 +109,22 @@ class CycleRunner:
             await writer.submit(conf_events)
         active = self.conf.active
         watermark = self.projection.seq
-        t_freeze = time.perf_counter()
+        t_freeze, c_freeze = time.perf_counter(), time.thread_time()
         with self.heap.paused():
             snapshot: ClusterSnapshot = self.projection.freeze(cycle=self.cycle + 1)
         generation: int = self.projection.generation
-        t_gc = time.perf_counter()
-        freeze_s = t_gc - t_freeze
+        t_gc, c_gc = time.perf_counter(), time.thread_time()
+        freeze_s, freeze_cpu_s = t_gc - t_freeze, c_gc - c_freeze
         self.heap.settle()
-        gc_s = time.perf_counter() - t_gc
+        gc_s, gc_cpu_s = time.perf_counter() - t_gc, time.thread_time() - c_gc
         previous = self.projection.explanations()
         previous_queues = self.projection.queue_figures_in_force()
         self.cycle += 1
         cycle = self.cycle
         recalled = self.memo.recall(generation, active.conf, active.hash, session_id(cycle))
 
-        def work() -> tuple[CycleDecisions, str, tuple[int, int]]:
+        def work() -> tuple[CycleDecisions, str, tuple[int, int], float]:
+            c_work = time.thread_time()
             with self.tracer.start_as_current_span("cycle") as span:
                 tid = trace_id_hex(span)
                 span.set_attribute("cycle.id", cycle)
@@ -144,15 +153,18 @@ class CycleRunner:
                 span.set_attribute("cycle.binds", closed.binds)
                 span.set_attribute("cycle.evictions", closed.evictions)
                 span.set_attribute("cycle.pipelined", closed.pipelined)
-                return out, tid, counts
+                return out, tid, counts, time.thread_time() - c_work
 
         t_decide = time.perf_counter()
-        decisions, tid, (bound, pending) = await anyio.to_thread.run_sync(work)
+        decisions, tid, (bound, pending), decide_cpu_s = await anyio.to_thread.run_sync(work)
         t_append = time.perf_counter()
         seqs = await writer.submit(decisions.events)
         summary = CycleSummary(cycle=cycle, watermark=watermark, seconds=decisions.duration_s, trace_id=tid)
         summary.freeze_s = freeze_s
         summary.gc_s = gc_s
+        summary.freeze_cpu_s = freeze_cpu_s
+        summary.gc_cpu_s = gc_cpu_s
+        summary.decide_cpu_s = decide_cpu_s
         summary.decide_s = t_append - t_decide
         summary.append_s = time.perf_counter() - t_append
         summary.phase_seconds = dict(decisions.result.phase_seconds)
