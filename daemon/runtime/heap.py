@@ -5,31 +5,34 @@ objects at 100k pods.  A session allocates a copy of the snapshot that lives unt
 those survivors make CPython run full collections every few cycles, each traversing the whole
 heap (a pause of up to a second at 2,000 nodes, whichever step it lands in).
 
-`HeapSettler.settle()`, called once per cycle after the freeze, collects what is not frozen
-yet (what changed since the last cycle, and the last session's cyclic garbage) and then moves
-every survivor to the permanent generation (`gc.freeze`).  Reference counting still frees
-frozen objects; only cyclic garbage among them would wait, so the heap is unfrozen and
-collected whole once the heap has grown by `full_growth` (a quarter) since the last whole
-collection, and at least every `full_every` cycles (as CPython's own rule for its oldest
-generation, a full collection only once the long-lived objects grew by 25%: the cost of whole
-collections stays proportional to what was allocated, and frozen cyclic garbage bounded by a
-quarter of the heap).  The heap's size is read as `sys.getallocatedblocks()` (a walk over the
-allocator's arenas, < 1 ms at 3M objects; `gc.get_freeze_count()` walks every frozen object,
-~0.1 s there).  A fixed period instead (every 100 cycles) cost a 2,000-node run a 0.8-3 s
-collection per 100 cycles that found nothing: the session leaves no cyclic garbage
-(`run_session` releases it) and the projection's objects are freed by reference counting.
+`HeapSettler.settle()`, called once per cycle after the freeze, moves what is not frozen yet
+(what changed since the last cycle) to the permanent generation (`gc.freeze`), where the
+collector does not traverse it.  Reference counting still frees frozen objects; only cyclic
+garbage among them would wait, so the heap is unfrozen and collected whole once it has grown
+by `full_growth` (a quarter) since the last whole collection, and at least every `full_every`
+cycles (as CPython's own rule for its oldest generation, a full collection only once the
+long-lived objects grew by 25%: the cost of whole collections stays proportional to what was
+allocated, and frozen cyclic garbage is bounded by a quarter of the heap).  The heap's size is
+read as `sys.getallocatedblocks()` (a walk over the allocator's arenas, < 1 ms at 3M objects;
+`gc.get_freeze_count()` walks every frozen object, ~0.1 s there).
+
+Measured on a 2,000-node run (bench/daemon.py's workload), the collections this replaced found
+nothing: a young collection before each freeze (3-7 ms a cycle late in the run: the young
+objects' references reach all over a heap of millions of objects) and a whole one every 100
+cycles (0.8-3 s each).  Sessions leave no cyclic garbage (`run_session` releases the session)
+and the projection's objects are freed by reference counting; a configuration that did leave
+some would only bring the next whole collection nearer.
 
 `loading()` wraps the start-up load the same way (paused, then frozen). The first `settle()`
 only freezes: what exists then is the freshly loaded projection (at 100k
 pods a full collection of it takes ~1 s of a restart's first cycle, and it holds next to no
-cyclic garbage); it is collected with the rest every `full_every` cycles.
+cyclic garbage); it is collected with the rest at the next whole collection.
 
 `HeapSettler.paused()` wraps the freeze (it allocates the snapshot's new objects, which the
-next `settle()` collects) and the session: no cyclic collection runs while it allocates its
+next `settle()` freezes) and the session: no cyclic collection runs while it allocates its
 copy of the snapshot (with the long-lived heap frozen, CPython would otherwise run full
-collections over the session's growing heap every ~70k allocations); the session's cyclic
-garbage is collected by the next `settle()`.  Collection never changes what a session decides:
-it only moves when memory is reclaimed.
+collections over the session's growing heap every ~70k allocations).  Collection never changes
+what a session decides: it only moves when memory is reclaimed.
 """
 
 from __future__ import annotations
@@ -69,8 +72,8 @@ class HeapSettler:
         self._blocks_after_full = 0
 
     def settle(self) -> None:
-        """Collect the young heap and freeze the survivors; the whole heap once the frozen heap
-        grew by `full_growth` since the last whole collection, or `full_every` calls after it."""
+        """Freeze what is not frozen yet; collect the whole heap first once it grew by
+        `full_growth` since the last whole collection, or `full_every` calls after it."""
         self.cycles += 1
         if self.cycles == 1:
             gc.freeze()
@@ -85,7 +88,6 @@ class HeapSettler:
             self._last_full = self.cycles
             self._blocks_after_full = sys.getallocatedblocks()
             return
-        gc.collect()
         gc.freeze()
 
     @contextmanager

@@ -1,4 +1,4 @@
-"""HeapSettler: survivors are frozen out of the cyclic collector's reach each cycle, and cyclic
+"""HeapSettler: what is new is frozen out of the cyclic collector's reach each cycle, and cyclic
 garbage that became unreachable after it was frozen is still reclaimed by a whole collection once
 the heap grew by `full_growth`, and at least every `full_every` cycles."""
 
