@@ -19,7 +19,11 @@ Prints one JSON object per scenario (one line each):
   after `--wall-limit` seconds if it has not drained.  It reports simulated seconds per wall
   second and the per-cycle split freeze / gc (the heap settling) / session (open, actions,
   close, result) / events / append / dispatch / other (the simulator's clock advance and its
-  append) from the daemon's `cycle timings` and `dispatched` debug log lines.
+  append) from the daemon's `cycle timings` and `dispatched` debug log lines (with the CPU
+  seconds of the thread that ran the freeze, the heap settling and the session with its events:
+  `*_cpu_s`, steadier than wall seconds when other work shares the machine).  `cpu_s` is the
+  daemon's CPU seconds (user + system) and `simulated_s_per_cpu_s` the rate per CPU second, the
+  steadier figure on a shared machine.
 
 Timings are wall seconds (`cpu_s`: the process's CPU seconds over the cycle, for the steady
 cycles, where nothing else runs in the process meanwhile); the machine may be shared, so
@@ -40,6 +44,7 @@ import itertools
 import json
 import os
 import pstats
+import resource
 import signal
 import statistics
 import subprocess
@@ -345,6 +350,7 @@ def workload(nodes: int, jobs: int, a: argparse.Namespace, tmp: Path) -> dict[st
         cmd += ["--conf", a.conf]
     out: dict[str, Any] = {"scenario": "workload", "nodes": nodes, "jobs": jobs, "load1_start": load1()}
     err_path = tmp / "daemon.stderr"
+    children0 = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.monotonic()
     with err_path.open("w") as err:
         # The daemon under test is the code beside this file, whatever the interpreter has installed.
@@ -356,6 +362,8 @@ def workload(nodes: int, jobs: int, a: argparse.Namespace, tmp: Path) -> dict[st
             proc.send_signal(signal.SIGTERM)
             stdout, _ = proc.communicate()
     wall = time.monotonic() - t0
+    children1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (children1.ru_utime + children1.ru_stime) - (children0.ru_utime + children0.ru_stime)
     cycles: list[dict[str, Any]] = []
     for raw in err_path.read_text().splitlines():
         try:
@@ -370,11 +378,13 @@ def workload(nodes: int, jobs: int, a: argparse.Namespace, tmp: Path) -> dict[st
     out["exit"] = proc.returncode
     out["drained"] = "workload drained" in stdout
     out["wall_s"] = round(wall, 1)
+    out["cpu_s"] = round(cpu, 1)
     out["cycles"] = len(cycles)
     if cycles:
         virtual = cycles[-1]["now_ms"] / 1000
         out["virtual_s"] = virtual
         out["simulated_s_per_wall_s"] = round(virtual / wall, 3)
+        out["simulated_s_per_cpu_s"] = round(virtual / cpu, 3) if cpu else None
         out["max_tasks"] = max(c["tasks"] for c in cycles)
         out["binds"] = sum(c["binds"] for c in cycles)
         gaps = [_ts(b) - _ts(c) for c, b in itertools.pairwise(cycles)]
@@ -384,7 +394,7 @@ def workload(nodes: int, jobs: int, a: argparse.Namespace, tmp: Path) -> dict[st
             measured = c["freeze_s"] + c.get("gc_s", 0.0) + c["decide_s"] + c["append_s"] + c["dispatch_s"]
             c["other_s"] = max(0.0, gap - measured)
         keys = ("cycle_s", "freeze_s", "gc_s", "open_s", "actions_s", "close_s", "result_s", "events_s",
-                "append_s", "dispatch_s", "other_s")  # fmt: skip
+                "append_s", "dispatch_s", "other_s", "freeze_cpu_s", "gc_cpu_s", "decide_cpu_s")  # fmt: skip
         out["per_cycle"] = {k: _stats([c[k] for c in cycles if k in c]) for k in keys}
     out["load1_end"] = load1()
     return out

@@ -25,6 +25,7 @@ from daemon.runtime.cycle import CycleDecisions, decide, session_id
 from daemon.runtime.heap import HeapSettler
 from daemon.runtime.session_memo import SessionMemo
 from daemon.runtime.telemetry import trace_id_hex
+from daemon.scheduler.model.job import JobInfo
 from daemon.scheduler.model.node_derived import NodeDerived
 from daemon.scheduler.model.snapshot import ClusterSnapshot
 from daemon.scheduler.model.task import TaskStatus
@@ -62,6 +63,11 @@ class CycleSummary:
     freeze_s: float = 0.0
     gc_s: float = 0.0
     decide_s: float = 0.0
+    # CPU seconds of the thread that ran the step (observability only): the freeze and the heap
+    # settling on the event loop's thread, the session and its events on the worker thread.
+    freeze_cpu_s: float = 0.0
+    gc_cpu_s: float = 0.0
+    decide_cpu_s: float = 0.0
     append_s: float = 0.0
     phase_seconds: dict[str, float] = field(default_factory=dict)
 
@@ -69,6 +75,9 @@ class CycleSummary:
         """freeze / gc (HeapSettler) / session phases (open, actions, close, result) / decide
         (session + events) / append."""
         out = {"freeze_s": round(self.freeze_s, 6), "gc_s": round(self.gc_s, 6)}
+        out["freeze_cpu_s"] = round(self.freeze_cpu_s, 6)
+        out["gc_cpu_s"] = round(self.gc_cpu_s, 6)
+        out["decide_cpu_s"] = round(self.decide_cpu_s, 6)
         out.update({f"{k}_s": v for k, v in self.phase_seconds.items()})
         out["session_s"] = round(self.seconds, 6)
         out["decide_s"] = round(self.decide_s, 6)
@@ -96,6 +105,7 @@ class CycleRunner:
         # What sessions derive from each node, handed from one cycle's snapshot to the next
         # (the freeze shares unchanged NodeInfo objects): daemon/scheduler/model/node_derived.py.
         self.derived = NodeDerived()
+        self.counts = TaskCounts()
 
     async def run_cycle(self, writer: Writer) -> CycleSummary:
         conf_events = self.conf.poll()
@@ -103,22 +113,23 @@ class CycleRunner:
             await writer.submit(conf_events)
         active = self.conf.active
         watermark = self.projection.seq
-        t_freeze = time.perf_counter()
+        t_freeze, c_freeze = time.perf_counter(), time.thread_time()
         with self.heap.paused():
             snapshot: ClusterSnapshot = self.projection.freeze(cycle=self.cycle + 1)
         snapshot.derived = self.derived
         generation: int = self.projection.generation
-        t_gc = time.perf_counter()
-        freeze_s = t_gc - t_freeze
+        t_gc, c_gc = time.perf_counter(), time.thread_time()
+        freeze_s, freeze_cpu_s = t_gc - t_freeze, c_gc - c_freeze
         self.heap.settle()
-        gc_s = time.perf_counter() - t_gc
+        gc_s, gc_cpu_s = time.perf_counter() - t_gc, time.thread_time() - c_gc
         previous = self.projection.explanations()
         previous_queues = self.projection.queue_figures_in_force()
         self.cycle += 1
         cycle = self.cycle
         recalled = self.memo.recall(generation, active.conf, active.hash, session_id(cycle))
 
-        def work() -> tuple[CycleDecisions, str, tuple[int, int]]:
+        def work() -> tuple[CycleDecisions, str, tuple[int, int], float]:
+            c_work = time.thread_time()
             with self.tracer.start_as_current_span("cycle") as span:
                 tid = trace_id_hex(span)
                 span.set_attribute("cycle.id", cycle)
@@ -138,7 +149,7 @@ class CycleRunner:
                         tracer_provider=self.tracer_provider,
                         reuse=recalled[0] if recalled is not None else None,
                     )
-                counts = recalled[1] if recalled is not None else _counts(snapshot)
+                counts = recalled[1] if recalled is not None else self.counts(snapshot)
                 if recalled is None:
                     self.memo.remember(generation, active.conf, active.hash, snapshot, out.result, counts)
                 closed = out.closed
@@ -147,15 +158,18 @@ class CycleRunner:
                 span.set_attribute("cycle.binds", closed.binds)
                 span.set_attribute("cycle.evictions", closed.evictions)
                 span.set_attribute("cycle.pipelined", closed.pipelined)
-                return out, tid, counts
+                return out, tid, counts, time.thread_time() - c_work
 
         t_decide = time.perf_counter()
-        decisions, tid, (bound, pending) = await anyio.to_thread.run_sync(work)
+        decisions, tid, (bound, pending), decide_cpu_s = await anyio.to_thread.run_sync(work)
         t_append = time.perf_counter()
         seqs = await writer.submit(decisions.events)
         summary = CycleSummary(cycle=cycle, watermark=watermark, seconds=decisions.duration_s, trace_id=tid)
         summary.freeze_s = freeze_s
         summary.gc_s = gc_s
+        summary.freeze_cpu_s = freeze_cpu_s
+        summary.gc_cpu_s = gc_cpu_s
+        summary.decide_cpu_s = decide_cpu_s
         summary.decide_s = t_append - t_decide
         summary.append_s = time.perf_counter() - t_append
         summary.phase_seconds = dict(decisions.result.phase_seconds)
@@ -197,12 +211,44 @@ class CycleRunner:
         return summary
 
 
+class TaskCounts:
+    """The snapshot's bound and pending tasks (the progress line's figures), counted per job and
+    kept for the next cycle: a freeze hands out the same JobInfo object for a job that did not
+    change (and snapshots are read-only), so only the jobs that changed are counted again."""
+
+    def __init__(self) -> None:
+        self._jobs: dict[str, tuple[JobInfo, int, int]] = {}
+
+    def __call__(self, snapshot: ClusterSnapshot) -> tuple[int, int]:
+        known = self._jobs
+        kept: dict[str, tuple[JobInfo, int, int]] = {}
+        bound = pending = 0
+        for uid, job in snapshot.jobs.items():
+            hit = known.get(uid)
+            if hit is None or hit[0] is not job:
+                hit = (job, *_job_counts(job))
+            kept[uid] = hit
+            bound += hit[1]
+            pending += hit[2]
+        self._jobs = kept
+        return bound, pending
+
+
+def _job_counts(job: JobInfo) -> tuple[int, int]:
+    bound = pending = 0
+    for t in job.tasks.values():
+        if t.status in _BOUND:
+            bound += 1
+        elif t.status == TaskStatus.PENDING:
+            pending += 1
+    return bound, pending
+
+
 def _counts(snapshot: ClusterSnapshot) -> tuple[int, int]:
+    """Bound and pending tasks of the snapshot, counted from scratch (what `TaskCounts` keeps)."""
     bound = pending = 0
     for job in snapshot.jobs.values():
-        for t in job.tasks.values():
-            if t.status in _BOUND:
-                bound += 1
-            elif t.status == TaskStatus.PENDING:
-                pending += 1
+        b, p = _job_counts(job)
+        bound += b
+        pending += p
     return bound, pending

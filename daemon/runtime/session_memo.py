@@ -43,14 +43,17 @@ def transition_ids(snapshot: ClusterSnapshot) -> frozenset[str]:
     return frozenset(c.transition_id for j in snapshot.jobs.values() for c in j.status.conditions)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class _Remembered:
     generation: int
     conf: SchedulerConf
     conf_hash: str
     result: SessionResult
-    ids: frozenset[str]
+    snapshot: ClusterSnapshot
     counts: tuple[int, int]
+    ids: frozenset[str] | None = None
+    """`transition_ids(snapshot)`, computed at the first recall (most sessions are never recalled:
+    a cycle after any change runs a fresh session, so the walk over every job is not paid then)."""
 
 
 class SessionMemo:
@@ -65,13 +68,13 @@ class SessionMemo:
     ) -> tuple[SessionResult, tuple[int, int]] | None:
         """The remembered result, as the session `session_id` would give it, or None (run one)."""
         last = self._last
-        if (
-            last is None
-            or last.generation != generation
-            or last.conf is not conf
-            or last.conf_hash != conf_hash
-            or session_id in last.ids
-        ):
+        if last is None or last.generation != generation:
+            return None
+        if last.conf is not conf or last.conf_hash != conf_hash:
+            return None
+        if last.ids is None:
+            last.ids = transition_ids(last.snapshot)
+        if session_id in last.ids or last.result.session_id in last.ids:
             return None
         self.reused += 1
         result = replace(
@@ -96,7 +99,4 @@ class SessionMemo:
         self._last = None
         if result.read_now:
             return
-        ids = transition_ids(snapshot)
-        if result.session_id in ids:
-            return
-        self._last = _Remembered(generation, conf, conf_hash, result, ids, counts)
+        self._last = _Remembered(generation, conf, conf_hash, result, snapshot, counts)

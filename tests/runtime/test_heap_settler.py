@@ -1,9 +1,11 @@
-"""HeapSettler: survivors are frozen out of the cyclic collector's reach each cycle, and cyclic
-garbage that became unreachable after it was frozen is still reclaimed every `full_every` cycles."""
+"""HeapSettler: what is new is frozen out of the cyclic collector's reach each cycle, and cyclic
+garbage that became unreachable after it was frozen is still reclaimed by a whole collection once
+the heap grew by `full_growth`, and at least every `full_every` cycles."""
 
 from __future__ import annotations
 
 import gc
+import sys
 import weakref
 from collections.abc import Iterator
 
@@ -46,6 +48,27 @@ def test_heap_frozen_cyclic_garbage_is_reclaimed_by_the_periodic_full_collection
 def test_heap_full_every_must_be_positive() -> None:
     with pytest.raises(ValueError, match="full_every"):
         HeapSettler(full_every=0)
+    with pytest.raises(ValueError, match="full_growth"):
+        HeapSettler(full_growth=0)
+
+
+def test_heap_whole_collection_once_the_heap_grew_by_full_growth() -> None:
+    gc.unfreeze()
+    settler = HeapSettler(full_every=10**6, full_growth=0.25)
+    a, b = _Node(), _Node()
+    a.other, b.other = b, a
+    alive = weakref.ref(a)
+    settler.settle()  # cycle 1: the pair is alive, so it is frozen
+    del a, b
+    settler.settle()  # the heap did not grow: young collection only
+    settler.settle()
+    assert alive() is not None and settler.full_collections == 0
+    ballast = [_Node() for _ in range(sys.getallocatedblocks() // 2)]
+    settler.settle()  # the heap grew by half, past a quarter: unfreeze, collect everything
+    assert alive() is None and settler.full_collections == 1
+    settler.settle()  # measured afresh after the whole collection: no growth since
+    assert settler.full_collections == 1
+    del ballast
 
 
 def test_heap_paused_stops_cyclic_collection_inside_and_restores_it() -> None:

@@ -8,11 +8,14 @@ exactly the state the uninterrupted one was in.  See docs/simulator.md.
 from __future__ import annotations
 
 import copy
+import heapq
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 from typing import Any
+
+import msgspec
 
 from daemon.adapters.simulator.workload import (
     DURATION_KEY,
@@ -159,6 +162,7 @@ class Simulator:
                 if g:
                     self._group_subs.setdefault(_key(o["metadata"]["namespace"], g), set()).add(s.index)
         self._request_cache: dict[str, Resource] = {}
+        self._spec_cache: dict[bytes, Resource] = {}
         self._duration_cache: dict[str, int] = {}
         self._reset()
 
@@ -184,6 +188,11 @@ class Simulator:
         self._pods: dict[str, Obj] = {}
         self._groups: dict[str, Obj] = {}
         self._started: dict[str, int] = {}
+        # When each running pod completes (start + duration), and the same as a heap of
+        # (time, pod) with stale entries skipped (an entry is live while `_due` agrees with it):
+        # the next completion without sorting every running pod at each advance.
+        self._due: dict[str, int] = {}
+        self._due_heap: list[tuple[int, str]] = []
         self._on_node: dict[str, set[str]] = {n: set() for n in self._alloc}
         self._group_pods: dict[str, set[str]] = {}
         self._submitted: set[int] = set()
@@ -269,8 +278,10 @@ class Simulator:
                 self._on_node.setdefault(node, set()).add(key)
                 if key not in self._started or old is None or _uid(old) != _uid(ev.manifest):
                     self._started[key] = ev.at_ms
+                self._set_due(key, self._started[key] + self._duration(ev.manifest))
             else:
                 self._started.pop(key, None)
+                self._due.pop(key, None)
             group = _annotations(ev.manifest).get(GROUP_NAME_KEY)
             if group:
                 self._group_pods.setdefault(_key(ev.namespace, group), set()).add(key)
@@ -279,6 +290,7 @@ class Simulator:
             key = _key(ev.namespace, ev.name)
             old = self._pods.pop(key, None)
             self._started.pop(key, None)
+            self._due.pop(key, None)
             if old is not None:
                 self._stats.evictions += 1
                 if _node_name(old):
@@ -301,6 +313,11 @@ class Simulator:
                 self._stats.binds += 1
             elif isinstance(ev, BindFailed):
                 self._stats.bind_failures += 1
+
+    def _set_due(self, key: str, at: int) -> None:
+        if self._due.get(key) != at:
+            self._due[key] = at
+            heapq.heappush(self._due_heap, (at, key))
 
     def _mark_submitted(self, manifest: Mapping[str, Any]) -> None:
         text = _annotations(manifest).get(SUBMISSION_KEY)
@@ -348,11 +365,36 @@ class Simulator:
 
     # ------------------------------------------------------------------------- clock
     def _completions(self) -> list[tuple[int, str]]:
-        return sorted((start + self._duration(self._pods[k]), k) for k, start in self._started.items())
+        """Every running pod's completion, (time, pod) sorted (what `_due_heap` keeps in order)."""
+        return sorted((t, k) for k, t in self._due.items())
+
+    def _next_completion(self) -> tuple[int, str] | None:
+        """The first of `_completions()`, from the heap (dropping the stale entries on top)."""
+        heap, due = self._due_heap, self._due
+        while heap:
+            at, key = heap[0]
+            if due.get(key) == at:
+                return at, key
+            heapq.heappop(heap)
+        return None
+
+    def _completions_until(self, target: int) -> list[tuple[int, str]]:
+        """`[c for c in self._completions() if c[0] <= target]`, popped from the heap.
+
+        The caller completes every one of them (which drops them from `_due`).
+        """
+        out: list[tuple[int, str]] = []
+        heap, due = self._due_heap, self._due
+        while heap and heap[0][0] <= target:
+            at, key = heapq.heappop(heap)
+            if due.get(key) == at and (not out or out[-1] != (at, key)):
+                out.append((at, key))
+        return out
 
     def next_due_ms(self) -> int | None:
         """The time of the next submission or pod completion (None: nothing will ever happen)."""
-        due = [t for t, _ in self._completions()[:1]]
+        first = self._next_completion()
+        due = [first[0]] if first is not None else []
         if self._cursor < len(self._subs):
             due.append(self._subs[self._cursor].at_ms)
         return min(due) if due else None
@@ -377,7 +419,7 @@ class Simulator:
 
         At equal times completions come first (sorted by pod), then submissions (in workload order).
         """
-        items: list[tuple[int, int, str, int]] = [(t, 0, k, 0) for t, k in self._completions() if t <= target]
+        items: list[tuple[int, int, str, int]] = [(t, 0, k, 0) for t, k in self._completions_until(target)]
         for pos in range(self._cursor, len(self._subs)):
             s = self._subs[pos]
             if s.at_ms > target:
@@ -405,7 +447,9 @@ class Simulator:
                 )
 
     def _complete(self, key: str, at: int, out: list[ObservedEvent]) -> None:
-        pod = copy.deepcopy(self._pods[key])
+        # A new top-level mapping sharing the unchanged parts: manifests are never changed in
+        # place (the emitted event, the log and the daemon's projection hold the same objects).
+        pod = dict(self._pods[key])
         pod["status"] = {**(pod.get("status") or {}), "phase": "Succeeded"}
         ns, name = key.split("/", 1)
         self._emit(out, PodUpserted(namespace=ns, name=name, manifest=pod, at_ms=at))
@@ -479,11 +523,11 @@ class Simulator:
         short = self._shortage(d.node, pod)
         if short:
             return failed(f"node {d.node} rejected the pod: OutOf{short}")
-        new = copy.deepcopy(pod)
+        new = dict(pod)  # unchanged parts shared (see _complete)
         if d.annotations:  # what the binder writes on the pod with the bind (e.g. GPU card index)
-            meta = new.setdefault("metadata", {})
+            meta = new["metadata"] = dict(new.get("metadata") or {})
             meta["annotations"] = {**(meta.get("annotations") or {}), **d.annotations}
-        new.setdefault("spec", {})["nodeName"] = d.node
+        new["spec"] = {**(new.get("spec") or {}), "nodeName": d.node}
         new["status"] = {**(new.get("status") or {}), "phase": "Running"}
         self._emit(facts, PodUpserted(namespace=d.namespace, name=d.name, manifest=new, at_ms=self._now))
         return BindSucceeded(decision_seq=seq, namespace=d.namespace, name=d.name, node=d.node)
@@ -506,16 +550,29 @@ class Simulator:
         uid = _uid(pod)
         r = self._request_cache.get(uid)
         if r is None:
+            r = self._request_cache[uid] = self._spec_request(pod["spec"])
+        return r
+
+    def _spec_request(self, spec: Any) -> Resource:
+        """What a pod with this spec requests (the scheduler's own parse), computed once per spec:
+        the replicas of a Volcano Job task have equal specs.  Read-only (shared between pods)."""
+        try:
+            text = msgspec.json.encode(spec)
+        except (TypeError, msgspec.EncodeError):
+            text = None
+        r = self._spec_cache.get(text) if text is not None else None
+        if r is None:
             bare = {
                 "apiVersion": "v1",
                 "kind": "Pod",
-                "metadata": {"name": "p", "uid": uid},
-                "spec": pod["spec"],
+                "metadata": {"name": "p", "uid": "p"},
+                "spec": spec,
             }
             snap = build_snapshot([(SOURCE_NAME, 0, bare)])
             tasks = [t for j in snap.jobs.values() for t in j.tasks.values()]
             r = tasks[0].resreq.clone() if tasks else Resource()
-            self._request_cache[uid] = r
+            if text is not None:
+                self._spec_cache[text] = r
         return r
 
     def _evict(self, seq: int, d: EvictDecided, facts: list[ObservedEvent]) -> OutcomeEvent:
