@@ -107,7 +107,7 @@ def kept_pools(
         for uid in kept.uids[row]:
             kept.on_node.pop(uid, None)
         if kept.pools[row] is not None:
-            del kept.nodes[nodes[row].name]
+            kept.nodes.pop(nodes[row].name, None)
             kept.pools[row] = None
     for row in redo:
         node = nodes[row]

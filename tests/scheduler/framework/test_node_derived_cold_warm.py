@@ -297,3 +297,16 @@ def test_study_timeline_warm_decides_as_cold(policy: str, seed: int, monkeypatch
         m.setattr(core_engine, "NodeDerived", lambda: None)  # every session derives afresh
         cold, _ = timeline_log(nodes, pods, policy, period_s=60, trace_name="x", engine=engine)
     assert [repr(e) for e in warm.events] == [repr(e) for e in cold.events]
+
+
+@pytest.mark.parametrize("policy", sorted(PRESETS))
+def test_a_session_that_changed_kept_pools_is_not_seen_by_the_next(policy: str) -> None:
+    """A session allocates cards on kept pools; its binds are never folded (the cluster refused
+    them, say): the next session over the same snapshot decides as the first did."""
+    nodes, pods = _trace(7)
+    core = core_engine.CoreCluster(nodes, _engine(policy).conf, arrival_order=False)
+    core._add([(p, 0) for p in pods[:12]])
+    first = run_session(core.snapshot, core.conf, search=core.search)
+    assert first.binds
+    again = run_session(core.snapshot, core.conf, search=core.search)
+    assert decisions(again) == decisions(first)
