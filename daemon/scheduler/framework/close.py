@@ -49,8 +49,7 @@ def update_job_statuses(ssn: Session) -> list[str]:
     # The snapshot's jobs: the session never writes to them, so their status is the old one.
     old = ssn.snapshot_jobs
     jobs = ssn.jobs
-    for uid in sorted(jobs):
-        job = jobs[uid]
+    for uid, job in jobs.items():  # in uid order (Session.__init__ fills it sorted)
         index = job.peek_index()
         status = job.status
         running = len(index.get(TaskStatus.RUNNING, _NONE))
