@@ -90,7 +90,9 @@ def update_queue_allocated(ssn: Session) -> None:
     """
     totals: dict[str, Resource] = {name: Resource() for name in ssn.queues}
     for job in ssn.jobs.values():
-        acc = totals.setdefault(job.queue, Resource())
+        acc = totals.get(job.queue)
+        if acc is None:
+            acc = totals[job.queue] = Resource()
         acc.add(job.allocated)
     if "root" in ssn.queues:
         # Roll usage up to every ancestor; a queue without a parent hangs under `root`.
