@@ -48,6 +48,10 @@ class Allocate:
                 if enqueue_configured:
                     continue
                 ssn.promote_pending(job)
+            if not job.count(TaskStatus.PENDING):
+                # No pending task to place (job_valid is pure: skipping it for such a job, most of
+                # a busy cluster, changes nothing).
+                continue
             vr = ssn.job_valid(job)
             if vr is not None and not vr.passed:
                 continue

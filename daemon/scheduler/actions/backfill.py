@@ -66,6 +66,8 @@ class Backfill:
             job = ssn.jobs[uid]
             if job.is_pending():
                 continue
+            if not job.count(TaskStatus.PENDING) and not job.count(TaskStatus.PIPELINED):
+                continue  # nothing to backfill (job_valid is pure: skipping it changes nothing)
             vr = ssn.job_valid(job)
             if vr is not None and not vr.passed:
                 continue

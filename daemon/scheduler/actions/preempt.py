@@ -99,12 +99,14 @@ class Preempt:
             job = ssn.jobs[uid]
             if job.is_pending():
                 continue
-            vr = ssn.job_valid(job)
-            if vr is not None and not vr.passed:
-                continue
             if job.queue not in ssn.queues:
                 continue
+            # JobStarving and JobValid are pure: testing the (more selective) starving first
+            # leaves out the same jobs and spares job_valid for the cluster's satisfied jobs.
             if not ssn.job_starving(job):
+                continue
+            vr = ssn.job_valid(job)
+            if vr is not None and not vr.passed:
                 continue
             preemptors.setdefault(job.queue, PriorityQueue(ssn.job_order_fn)).push(job)
             under_request.setdefault(job.queue, []).append(job)

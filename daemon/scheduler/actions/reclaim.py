@@ -72,16 +72,21 @@ class Reclaim:
             job = ssn.jobs[uid]
             if job.is_pending():
                 continue
-            vr = ssn.job_valid(job)
-            if vr is not None and not vr.passed:
-                continue
             queue = ssn.queues.get(job.queue)
             if queue is None:
+                continue
+            # JobValid and JobStarving are pure, so they may be asked in any order: a job that is
+            # not starving, of a queue already in line, changes nothing whether valid or not.
+            starving = ssn.job_starving(job)
+            if not starving and queue.uid in seen_queues:
+                continue
+            vr = ssn.job_valid(job)
+            if vr is not None and not vr.passed:
                 continue
             if queue.uid not in seen_queues:
                 seen_queues.add(queue.uid)
                 queues.push(queue)
-            if ssn.job_starving(job):
+            if starving:
                 if job.queue not in preemptors:
                     preemptors[job.queue] = PriorityQueue(ssn.job_order_fn)
                 preemptors[job.queue].push(job)

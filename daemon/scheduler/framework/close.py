@@ -49,8 +49,7 @@ def update_job_statuses(ssn: Session) -> list[str]:
     # The snapshot's jobs: the session never writes to them, so their status is the old one.
     old = ssn.snapshot_jobs
     jobs = ssn.jobs
-    for uid in sorted(jobs):
-        job = jobs[uid]
+    for uid, job in jobs.items():  # in uid order (Session.__init__ fills it sorted)
         index = job.peek_index()
         status = job.status
         running = len(index.get(TaskStatus.RUNNING, _NONE))
@@ -91,7 +90,9 @@ def update_queue_allocated(ssn: Session) -> None:
     """
     totals: dict[str, Resource] = {name: Resource() for name in ssn.queues}
     for job in ssn.jobs.values():
-        acc = totals.setdefault(job.queue, Resource())
+        acc = totals.get(job.queue)
+        if acc is None:
+            acc = totals[job.queue] = Resource()
         acc.add(job.allocated)
     if "root" in ssn.queues:
         # Roll usage up to every ancestor; a queue without a parent hangs under `root`.

@@ -71,12 +71,12 @@ def task_reason(ssn: Session, job: JobInfo, task: TaskInfo) -> str:
 
 def pending_reasons(ssn: Session) -> dict[str, str]:
     out: dict[str, str] = {}
-    for uid in sorted(ssn.jobs):
-        job = ssn.jobs[uid]
+    for job in ssn.jobs.values():  # in uid order (Session.__init__ fills it sorted)
+        index = job.peek_index()  # a bucket is never left empty (JobInfo._index_del)
         if not (
-            job.count(TaskStatus.PENDING)
-            or job.count(TaskStatus.PIPELINED)
-            or job.count(TaskStatus.ALLOCATED)
+            index.get(TaskStatus.PENDING)
+            or index.get(TaskStatus.PIPELINED)
+            or index.get(TaskStatus.ALLOCATED)
         ):
             continue
         # Filtered before sorting (same order: the sort is stable and keys are unique in a job).

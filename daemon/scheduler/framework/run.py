@@ -19,7 +19,7 @@ from daemon.scheduler.framework.conf import SchedulerConf, unknown_plugin_messag
 from daemon.scheduler.framework.explain import pending_reasons
 from daemon.scheduler.framework.session import Eviction, Session
 from daemon.scheduler.model.fingerprint import SnapshotChangedError, fingerprint, first_difference
-from daemon.scheduler.model.job import Condition
+from daemon.scheduler.model.job import PodGroupStatus
 from daemon.scheduler.model.snapshot import ClusterSnapshot
 from daemon.scheduler.model.task import TaskStatus
 
@@ -32,13 +32,11 @@ if TYPE_CHECKING:
 TRACER_NAME = "fumarole.scheduler"
 
 
-@dataclass(slots=True)
-class PodGroupOutcome:
-    phase: str
-    conditions: list[Condition]
-    running: int = 0
-    succeeded: int = 0
-    failed: int = 0
+# A PodGroup's status after the session: the session's own `PodGroupStatus` of the job (phase,
+# conditions, running, succeeded, failed), handed out as is.  Every session job owns its status
+# object and condition list (JobInfo.cow_clone / clone) and nothing changes them once the session
+# is over, so the result needs no copy of them.
+PodGroupOutcome = PodGroupStatus
 
 
 @dataclass(slots=True)
@@ -233,13 +231,11 @@ def _diff_stats(
 def _result(ssn: Session, changed: list[str], explain: bool) -> SessionResult:
     pipelined: dict[str, str] = {}
     podgroups: dict[str, PodGroupOutcome] = {}
-    for uid in sorted(ssn.jobs):
-        job = ssn.jobs[uid]
+    for uid, job in ssn.jobs.items():  # in uid order (Session.__init__ fills it sorted)
         if job.peek_in(TaskStatus.PIPELINED):
             for t in sorted(job.tasks_in(TaskStatus.PIPELINED), key=lambda t: t.key):
                 pipelined[t.key] = t.node_name
-        st = job.status
-        podgroups[uid] = PodGroupOutcome(st.phase, list(st.conditions), st.running, st.succeeded, st.failed)
+        podgroups[uid] = job.status
     queues: dict[str, dict[str, Any]] = {}
     for name in ("capacity", "proportion"):
         plugin = ssn.plugins.get(name)

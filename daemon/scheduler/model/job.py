@@ -291,8 +291,10 @@ class JobInfo:
         return self.pending_best_effort
 
     def valid_task_num(self) -> int:
-        c = self.count
-        return self.ready_task_num() + c(TaskStatus.PIPELINED) + c(TaskStatus.PENDING)
+        index = self._index
+        pipelined = index.get(TaskStatus.PIPELINED)
+        pending = index.get(TaskStatus.PENDING)
+        return self.ready_count + (len(pipelined) if pipelined else 0) + (len(pending) if pending else 0)
 
     def allocated_task_num(self) -> int:
         return sum(self.count(s) for s in ALLOCATED_STATUSES)
@@ -338,7 +340,7 @@ class JobInfo:
         return self.min_available < self.task_min_total
 
     def check_task_valid(self) -> bool:
-        if self._role_check_skipped() or not self.task_min_available:
+        if not self.task_min_available or self.min_available < self.task_min_total:
             return True
         sts = set(ALLOCATED_STATUSES) | {TaskStatus.SUCCEEDED, TaskStatus.PIPELINED, TaskStatus.PENDING}
         actual = self._roles(sts, False)

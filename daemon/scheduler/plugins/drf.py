@@ -6,7 +6,7 @@ warning and the plugin behaves as plain drf.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from daemon.scheduler.framework import combinators as cb
@@ -51,6 +51,44 @@ class JobAttr:
         self.share = 0.0
 
 
+class JobAttrs(dict[str, JobAttr]):
+    """Each session job's attr, made at its first lookup from the job as the session opened it.
+
+    An attr is the job's allocated sum at open plus the allocations and deallocations the
+    session's events reported since; the snapshot's job is the job at open (the session never
+    writes to it) and any event builds the attr before applying itself, so making it late gives
+    what making every job's at open gave, without a pass over the cluster's jobs at each open.
+    """
+
+    def __init__(
+        self,
+        jobs: Mapping[str, JobInfo],
+        opened: Mapping[str, JobInfo],
+        share_of: Callable[[Resource], float],
+    ) -> None:
+        super().__init__()
+        self._jobs = jobs
+        self._opened = opened
+        self._share_of = share_of
+
+    def __missing__(self, uid: str) -> JobAttr:
+        if uid not in self._jobs:
+            raise KeyError(uid)
+        attr = JobAttr()
+        # The sum of the job's allocated-status requests as the session's copy of the job starts
+        # with it (JobInfo.cow_clone: shared, or summed again for a job cloned whole).
+        attr.allocated = self._opened[uid].cow_clone().allocated.clone()
+        attr.share = self._share_of(attr.allocated)
+        self[uid] = attr
+        return attr
+
+    def get(self, uid: str, default: JobAttr | None = None) -> JobAttr | None:  # type: ignore[override]
+        try:
+            return self[uid]
+        except KeyError:
+            return default
+
+
 class DrfPlugin:
     name = NAME
 
@@ -65,16 +103,8 @@ class DrfPlugin:
             ssn.warnings.append(
                 "drf: enableHierarchy (hierarchical DRF) is not implemented; plain drf is used"
             )
-        attrs: dict[str, JobAttr] = {}
         share_of = dominant_share_of(total)
-        for uid in sorted(ssn.jobs):
-            job = ssn.jobs[uid]
-            attr = JobAttr()
-            # The sum of the job's allocated-status requests, which JobInfo keeps as tasks come and
-            # go (integer vectors: the same sum in any order, tests/scheduler/plugins/test_open_aggregates).
-            attr.allocated = job.allocated.clone()
-            attr.share = share_of(attr.allocated)
-            attrs[uid] = attr
+        attrs = JobAttrs(ssn.jobs, ssn.snapshot_jobs, share_of)
         self.attrs = attrs
 
         def preemptable(preemptor: TaskInfo, preemptees: list[TaskInfo]) -> tuple[list[TaskInfo], int]:

@@ -116,8 +116,10 @@ class GangPlugin:
         ssn.register(cb.JOB_STARVING, NAME, job_starving)
 
     def on_session_close(self, ssn: Session) -> None:
-        for uid in sorted(ssn.jobs):
-            job = ssn.jobs[uid]
+        # Every ready job gets the same condition: one object for them all (conditions are never
+        # changed in place, PodGroupStatus.shared_copy).
+        scheduled = Condition(SCHEDULED, "True", READY_REASON, "", ssn.uid)
+        for job in ssn.jobs.values():  # in uid order (Session.__init__ fills it sorted)
             if not job.task_num():
                 continue
             if not job.is_ready():
@@ -127,7 +129,7 @@ class GangPlugin:
                 msg = f"{unready}/{job.task_num()} tasks in gang unschedulable: {job.fit_error()}"
                 set_condition(job, Condition(UNSCHEDULABLE, "True", NOT_ENOUGH_RESOURCES, msg, ssn.uid))
             else:
-                set_condition(job, Condition(SCHEDULED, "True", READY_REASON, "", ssn.uid))
+                set_condition(job, scheduled)
 
 
 def new(arguments: dict[str, Any]) -> GangPlugin:

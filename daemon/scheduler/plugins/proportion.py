@@ -117,27 +117,34 @@ class ProportionPlugin:
             if q.guarantee is not None and not _empty_list(q.guarantee):
                 total_guarantee.add(q.guarantee)
         attrs: dict[str, QueueAttr] = {}
-        for uid in sorted(ssn.jobs):
-            job = ssn.jobs[uid]
-            if job.queue not in attrs:
-                attrs[job.queue] = self._new_attr(ssn.queues[job.queue], total, total_guarantee)
-            attr = attrs[job.queue]
+        for job in ssn.jobs.values():  # in uid order (Session.__init__ fills it sorted)
+            attr = attrs.get(job.queue)
+            if attr is None:
+                attr = attrs[job.queue] = self._new_attr(ssn.queues[job.queue], total, total_guarantee)
             # JobInfo keeps the sum of its allocated-status requests (integer vectors: the same sum
             # as task by task); only the pending tasks are summed here.
-            attr.allocated.add(job.allocated)
-            attr.request.add(job.allocated)
+            allocated = job.allocated
+            attr.allocated.add(allocated)
+            attr.request.add(allocated)
             pending = job.peek_in(TaskStatus.PENDING)
             if pending:
                 add_requests(attr.request, pending.values())
             if job.min_resources is not None:
                 if job.status.phase == PHASE_INQUEUE:
-                    attr.inqueue.add(deduct_sch_gated(job, inqueue_resource(job, job.allocated)))
+                    attr.inqueue.add(deduct_sch_gated(job, inqueue_resource(job, allocated)))
                 if job.status.phase == PHASE_RUNNING and allocated_task_num(job) >= job.min_available:
-                    attr.inqueue.add(deduct_sch_gated(job, inqueue_resource(job, job.allocated)))
-            if not (_all_zero(job.allocated) and _none_negative(job.min_resources)):
-                # Nothing allocated over a minResources of no negative figure: the elastic part
-                # (allocated in excess of minResources) is empty, adding it changes nothing.
+                    attr.inqueue.add(deduct_sch_gated(job, inqueue_resource(job, allocated)))
                 attr.elastic.add(elastic_resources(job))
+            elif allocated.scalars:
+                attr.elastic.add(elastic_resources(job))
+            else:
+                # elastic_resources of a job without minResources and scalars: the positive part
+                # of its cpu and memory (what adding exceeded_part(allocated, {}) adds).
+                elastic = attr.elastic
+                if allocated.cpu > 0:
+                    elastic.cpu += allocated.cpu
+                if allocated.memory > 0:
+                    elastic.memory += allocated.memory
         compute_deserved(attrs, total)
         self.attrs = attrs
         self._register(ssn, attrs)
@@ -333,20 +340,6 @@ def add_requests(total: Resource, tasks: Iterable[TaskInfo]) -> None:
             for n, v in r.scalars.items():
                 scalars[n] = scalars.get(n, 0) + v
     total.cpu, total.memory = cpu, memory
-
-
-def _all_zero(r: Resource) -> bool:
-    if r.cpu != 0 or r.memory != 0:
-        return False
-    return all(v == 0 for v in r.scalars.values())
-
-
-def _none_negative(r: Resource | None) -> bool:
-    if r is None:
-        return True
-    if r.cpu < 0 or r.memory < 0:
-        return False
-    return all(v >= 0 for v in r.scalars.values())
 
 
 class ProportionSimState:

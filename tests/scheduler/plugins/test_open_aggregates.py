@@ -18,6 +18,7 @@ from fumarole_sched_kit import mk_conf, mk_job, mk_node, mk_queue, mk_snapshot, 
 from daemon.scheduler.framework.close import update_queue_allocated
 from daemon.scheduler.model.resources import Resource
 from daemon.scheduler.model.task import ALLOCATED_STATUSES, TaskStatus
+from daemon.scheduler.plugins.util import elastic_resources
 
 STATUSES = [
     TaskStatus.PENDING,
@@ -75,6 +76,7 @@ def test_open_aggregates_equal_task_by_task_sums(jobs_spec: list[Any]) -> None:
     proportion: Any = ssn.plugins["proportion"]
     allocated: dict[str, Resource] = {}
     request: dict[str, Resource] = {}
+    elastic: dict[str, Resource] = {}
     for uid in sorted(ssn.jobs):
         job = ssn.jobs[uid]
         mine = Resource()
@@ -89,9 +91,11 @@ def test_open_aggregates_equal_task_by_task_sums(jobs_spec: list[Any]) -> None:
                 elif st_ is TaskStatus.PENDING:
                     qr.add(t.resreq)
         assert _exact(drf.attrs[uid].allocated) == _exact(mine)
+        elastic.setdefault(job.queue, Resource()).add(elastic_resources(job))
     for q in allocated:
         assert _exact(proportion.attrs[q].allocated) == _exact(allocated[q])
         assert _exact(proportion.attrs[q].request) == _exact(request[q])
+        assert _exact(proportion.attrs[q].elastic) == _exact(elastic[q])
 
 
 def _nonzero(r: Resource) -> tuple[Any, Any, dict[str, Any]]:
