@@ -49,6 +49,7 @@ from daemon.scheduler.plugins.fgd_fragmentation import (
 NAME = "fgd"
 DEVICESHARE = "deviceshare"
 WEIGHT = "fgd.weight"
+KEPT_KEY = "fgd.cards"
 _IDLE_STATUSES = (TaskStatus.PIPELINED, TaskStatus.RELEASING)
 
 
@@ -67,6 +68,39 @@ def task_gpu(task: TaskInfo) -> tuple[int, int]:
     return cards, milli
 
 
+class CardRows:
+    """Per node row: milli left on each card (zero-padded), whether the node has vGPU cards, and the
+    stamp they were read at (-1: never); `source` is what the stamps count (deviceshare's kept
+    pools for the rows kept between sessions, None for one session's node table versions)."""
+
+    __slots__ = ("has", "left", "source", "stamp")
+
+    def __init__(self, n: int, source: object = None) -> None:
+        self.left: IntArray = np.zeros((n, 1), dtype=np.int64)
+        self.has: BoolArray = np.zeros(n, dtype=np.bool_)
+        self.stamp: IntArray = np.full(n, -1, dtype=np.int64)
+        self.source = source
+
+    def reset(self, n: int, source: object) -> None:
+        """Forget every row: stamps counted by `source` from now on."""
+        self.left = np.zeros((n, 1), dtype=np.int64)
+        self.has = np.zeros(n, dtype=np.bool_)
+        self.stamp = np.full(n, -1, dtype=np.int64)
+        self.source = source
+
+    def put(self, row: int, left: list[int] | None, stamp: int) -> None:
+        """The row's cards as read at `stamp` (None: the node has no vGPU cards)."""
+        if left is not None and len(left) > self.left.shape[1]:
+            wider = np.zeros((len(self.left), len(left)), dtype=np.int64)
+            wider[:, : self.left.shape[1]] = self.left
+            self.left = wider
+        self.left[row] = 0
+        if left is not None:
+            self.left[row, : len(left)] = left
+        self.has[row] = left is not None
+        self.stamp[row] = stamp
+
+
 class FgdPlugin:
     name = NAME
 
@@ -77,9 +111,8 @@ class FgdPlugin:
         self.nodes: dict[str, NodeInfo] = {}
         self.plugins: dict[str, object] = {}
         # Per row: milli left on each card, whether the node has vGPU cards, the stamp read at.
-        self._left: IntArray = np.zeros((0, 1), dtype=np.int64)
-        self._has: BoolArray = np.zeros(0, dtype=np.bool_)
-        self._stamp: IntArray = np.zeros(0, dtype=np.int64)
+        self.rows = CardRows(0)
+        self.kept: CardRows | None = None  # the rows kept across sessions (deviceshare's stamps)
 
     def node_cards(self, node: NodeInfo) -> list[int] | None:
         """Milli left on each registered card of the node, None for a node without vGPU cards.
@@ -119,24 +152,25 @@ class FgdPlugin:
     def _cards(self, rows: IntArray) -> tuple[IntArray, BoolArray]:
         """Milli left on each card of the rows (zero-padded) and which rows have vGPU cards.
 
-        A row's cards are read again (`node_cards`) only when its stamp moved since."""
+        A row's cards are read again (`node_cards`) only when its stamp moved since: deviceshare's
+        kept pools' stamp when it keeps them between sessions (then what was read is kept in the
+        session's NodeDerived view for the next session), else the node table's row version."""
         table = self.table
         assert table is not None
-        version = table.version[rows]
-        stale = np.flatnonzero(self._stamp[rows] != version)
+        pools = getattr(self.plugins.get(DEVICESHARE), "kept", None)
+        if pools is not None and self.kept is not None:
+            cache = self.kept
+            if cache.source is not pools:
+                cache.reset(len(table.nodes), pools)
+            version = pools.stamp[rows]
+        else:
+            cache = self.rows
+            version = table.version[rows]
+        stale = np.flatnonzero(cache.stamp[rows] != version)
         for k in stale:
             row = int(rows[k])
-            left = self.node_cards(table.nodes[row])
-            if left is not None and len(left) > self._left.shape[1]:
-                wider = np.zeros((len(self._left), len(left)), dtype=np.int64)
-                wider[:, : self._left.shape[1]] = self._left
-                self._left = wider
-            self._left[row] = 0
-            if left is not None:
-                self._left[row, : len(left)] = left
-            self._has[row] = left is not None
-            self._stamp[row] = version[k]
-        return self._left[rows], self._has[rows]
+            cache.put(row, self.node_cards(table.nodes[row]), int(version[k]))
+        return cache.left[rows], cache.has[rows]
 
     def score_batch(self, task: TaskInfo, rows: IntArray) -> FloatArray:
         """Scores of the node rows: floor(100 * sigmoid((before - after) / 1000)) x weight, after
@@ -196,10 +230,10 @@ class FgdPlugin:
         self.table = table
         self.nodes = ssn.nodes
         self.plugins = ssn.plugins
-        n = len(table.nodes)
-        self._left = np.zeros((n, 1), dtype=np.int64)
-        self._has = np.zeros(n, dtype=np.bool_)
-        self._stamp = np.full(n, -1, dtype=np.int64)
+        self.rows = CardRows(len(table.nodes))
+        kept: CardRows | None = ssn.derived.current(KEPT_KEY)
+        self.kept = kept if kept is not None else CardRows(0)
+        ssn.derived.keep(KEPT_KEY, self.kept)
         if self.weight != 0:
             ssn.register(cb.NODE_ORDER, NAME, self.score, self.score_batch)
 
@@ -208,6 +242,7 @@ class FgdPlugin:
         self.table = None
         self.nodes = {}
         self.plugins = {}
+        self.kept = None
 
 
 def new(arguments: dict[str, Any]) -> FgdPlugin:

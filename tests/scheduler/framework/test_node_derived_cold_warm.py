@@ -15,6 +15,7 @@ import random
 from dataclasses import replace
 from typing import Any
 
+import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -27,6 +28,7 @@ from daemon.scheduler.model.node import NodeInfo
 from daemon.scheduler.model.node_derived import NodeDerived
 from daemon.scheduler.model.snapshot import ClusterSnapshot
 from daemon.scheduler.model.task import Taint, TaskStatus
+from daemon.scheduler.plugins import fgd
 from daemon.study import core_engine
 from daemon.study.confs import PERCENTAGE_NODES_TO_FIND, PRESETS, preset_text
 from daemon.study.runs import Engine, timeline_log
@@ -310,3 +312,69 @@ def test_a_session_that_changed_kept_pools_is_not_seen_by_the_next(policy: str) 
     assert first.binds
     again = run_session(core.snapshot, core.conf, search=core.search)
     assert decisions(again) == decisions(first)
+
+
+# The fgd plugin's per-row cards kept between sessions (stamped by deviceshare's kept pools) are
+# exactly what reading the node's cards afresh gives; a session over unchanged nodes reads none.
+def _fresh(plugin: fgd.FgdPlugin, rows: Any) -> tuple[Any, Any]:
+    assert plugin.table is not None
+    cards = [plugin.node_cards(plugin.table.nodes[int(r)]) for r in rows]
+    width = max([len(c) for c in cards if c is not None] + [1])
+    left = np.zeros((len(rows), width), dtype=np.int64)
+    for i, c in enumerate(cards):
+        if c is not None:
+            left[i, : len(c)] = c
+    return left, np.array([c is not None for c in cards], dtype=np.bool_)
+
+
+@settings(
+    max_examples=15,
+    deadline=None,
+    derandomize=True,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
+@given(seed=st.integers(0, 10_000))
+def test_kept_cards_equal_fresh_reads(seed: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    nodes, pods = _trace(seed)
+    original = fgd.FgdPlugin._cards
+    checked = []
+
+    def checking(self: fgd.FgdPlugin, rows: Any) -> tuple[Any, Any]:
+        left, has = original(self, rows)
+        want_left, want_has = _fresh(self, rows)
+        assert np.array_equal(has, want_has)
+        # Kept rows may be padded wider than this batch needs: the extra columns are zero.
+        assert left.shape[1] >= want_left.shape[1]
+        assert np.array_equal(left[:, : want_left.shape[1]], want_left)
+        assert not left[:, want_left.shape[1] :].any()
+        checked.append(len(rows))
+        return left, has
+
+    with monkeypatch.context() as m:
+        m.setattr(fgd.FgdPlugin, "_cards", checking)
+        timeline_log(nodes, pods, "fgd", period_s=60, trace_name="x", engine=_engine("fgd"))
+    assert checked or not any(p.gpu_milli for p in pods)
+
+
+def test_a_session_over_unchanged_nodes_reads_no_cards(monkeypatch: pytest.MonkeyPatch) -> None:
+    nodes, pods = _trace(25)
+    core = core_engine.CoreCluster(nodes, _engine("fgd").conf, arrival_order=False)
+    core._add([(p, 0) for p in pods[:12]])
+    reads: list[str] = []
+    original = fgd.FgdPlugin.node_cards
+
+    def counting(self: fgd.FgdPlugin, node: Any) -> Any:
+        reads.append(node.name)
+        return original(self, node)
+
+    monkeypatch.setattr(fgd.FgdPlugin, "node_cards", counting)
+    first = run_session(core.snapshot, core.conf, search=core.search)
+    assert first.binds and reads
+    scored = set(reads)
+    # Only the nodes whose pools the first session's allocations changed are read again.
+    reads.clear()
+    second = run_session(core.snapshot, core.conf, search=core.search)
+    assert decisions(second) == decisions(first)
+    bound = set(first.binds.values())
+    assert set(reads) <= bound
+    assert scored - bound  # nodes scored, not bound to: read once only
