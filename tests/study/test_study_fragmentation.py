@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from daemon.scheduler.plugins.fgd_fragmentation import (
     PodShape,
     TypicalWorkload,
     fragmentation_of,
+    shared_card_fragmentation,
+    shared_card_states,
     typical_workload,
 )
 from daemon.study.placement import Cluster
@@ -85,3 +90,42 @@ def test_inflation_workload_keeps_every_pod_and_draws_up_to_the_ratio() -> None:
     assert all(p.name.split("-tuned-")[0] in "abc" for p in w)
     total = sum(p.total_gpu_milli for p in w)
     assert 13_000 - 1000 < total <= 13_000  # the next draw would have passed 130% of capacity
+
+
+_SHAPE = st.builds(
+    PodShape,
+    st.sampled_from([0, 1000, 4000, 8000]),
+    st.integers(0, 3),
+    st.sampled_from([0, 100, 250, 500, 700, 1000]),
+    st.sampled_from([(), ("T4",), ("V100", "T4")]),
+)
+
+
+@settings(max_examples=200, deadline=None, derandomize=True)
+@given(
+    shapes=st.lists(_SHAPE, min_size=0, max_size=12),
+    nodes=st.lists(
+        st.tuples(
+            st.sampled_from([0, 500, 2000, 16000]),
+            st.lists(st.sampled_from([0, 50, 100, 300, 500, 700, 1000]), min_size=1, max_size=8),
+            st.sampled_from([0, 1, 2]),
+        ),
+        min_size=1,
+        max_size=10,
+    ),
+    milli=st.sampled_from([50, 100, 250, 500, 700, 990]),
+)
+def test_shared_card_fragmentation_equals_every_state_computed_afresh(
+    shapes: list[PodShape], nodes: list[tuple[int, list[int], int]], milli: int
+) -> None:
+    """The incremental card-choice table is the definition's, bit for bit (inf where no room)."""
+    typical = typical_workload(shapes, 1.0).arrays({"T4": 1, "V100": 2})
+    width = max(len(g) for _, g, _ in nodes)
+    gpu = np.zeros((len(nodes), width), dtype=np.int64)
+    for i, (_, g, _) in enumerate(nodes):
+        gpu[i, : len(g)] = g
+    cpu = np.array([c for c, _, _ in nodes], dtype=np.int64)
+    model = np.array([m for _, _, m in nodes], dtype=np.int64)
+    fast = shared_card_fragmentation(cpu, gpu, milli, model, typical)
+    slow = shared_card_states(cpu, gpu, milli, model, typical)
+    assert fast.tobytes() == slow.tobytes()
