@@ -105,11 +105,13 @@ _last_shares: list[tuple[IntArray, IntArray, IntArray]] = []
 def _distinct_shares(milli: IntArray) -> tuple[IntArray, IntArray]:
     """The distinct per-GPU shares of the shapes and each shape's column among them; the answer
     for the last array asked is kept (the same typical workload is asked many times)."""
-    if _last_shares and _last_shares[0][0] is milli:
-        return _last_shares[0][1], _last_shares[0][2]
+    last = _last_shares[0] if _last_shares else None  # one read: safe if sessions run in threads
+    if last is not None and last[0] is milli:
+        return last[1], last[2]
     shares, of_shape = np.unique(milli, return_inverse=True)
-    _last_shares[:] = [(milli, shares, of_shape.reshape(-1))]
-    return shares, of_shape.reshape(-1)
+    of_shape = of_shape.reshape(-1)
+    _last_shares[:] = [(milli, shares, of_shape)]
+    return shares, of_shape
 
 
 def node_fragmentation(
