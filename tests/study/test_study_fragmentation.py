@@ -10,7 +10,9 @@ from hypothesis import strategies as st
 from daemon.scheduler.plugins.fgd_fragmentation import (
     PodShape,
     TypicalWorkload,
+    fragmentation_and_card_table,
     fragmentation_of,
+    node_fragmentation,
     shared_card_fragmentation,
     shared_card_states,
     typical_workload,
@@ -129,3 +131,8 @@ def test_shared_card_fragmentation_equals_every_state_computed_afresh(
     fast = shared_card_fragmentation(cpu, gpu, milli, model, typical)
     slow = shared_card_states(cpu, gpu, milli, model, typical)
     assert fast.tobytes() == slow.tobytes()
+    cpu_after = cpu - 1000
+    before, table = fragmentation_and_card_table(cpu, cpu_after, gpu, milli, model, typical)
+    assert before is not None
+    assert before.tobytes() == node_fragmentation(cpu, gpu, model, typical).tobytes()
+    assert table.tobytes() == shared_card_states(cpu_after, gpu, milli, model, typical).tobytes()

@@ -41,6 +41,7 @@ from daemon.scheduler.plugins.deviceshare_vgpu import (
 )
 from daemon.scheduler.plugins.fgd_fragmentation import (
     PodShape,
+    fragmentation_and_card_table,
     node_fragmentation,
     shared_card_fragmentation,
     typical_workload,
@@ -182,14 +183,16 @@ class FgdPlugin:
         left, has = self._cards(rows)
         cpu_col = self.table.col["cpu"]
         cpu = self.table.idle[rows, cpu_col].astype(np.int64)
-        before = self._frag(cpu, left)
         cpu_after = cpu - int(task.resreq.cpu)
         if cards == 1 and milli < 1000:
             zeros = np.zeros(len(rows), dtype=np.int64)
-            table = shared_card_fragmentation(cpu_after, left, milli, zeros, self.typical)
+            frag, table = fragmentation_and_card_table(cpu, cpu_after, left, milli, zeros, self.typical)
+            assert frag is not None
+            before = frag
             after = table.min(axis=1)
             scored = np.isfinite(after)
         else:
+            before = self._frag(cpu, left)
             fits = left >= milli
             take = fits & (np.cumsum(fits, axis=1) <= cards)
             after = self._frag(cpu_after, left - milli * take)

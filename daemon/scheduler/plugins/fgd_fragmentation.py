@@ -27,6 +27,7 @@ __all__ = [
     "MILLI",
     "PodShape",
     "TypicalWorkload",
+    "fragmentation_and_card_table",
     "node_fragmentation",
     "shared_card_fragmentation",
     "shared_card_states",
@@ -114,33 +115,54 @@ def _distinct_shares(milli: IntArray) -> tuple[IntArray, IntArray]:
     return shares, of_shape
 
 
-def node_fragmentation(
-    cpu_left: IntArray,
-    gpu_left: IntArray,
-    model: IntArray,
-    typical: tuple[IntArray, IntArray, IntArray, FloatArray, npt.NDArray[np.bool_]],
-) -> FloatArray:
-    """Fragmentation (GPU milli) of N nodes: cpu_left (N), gpu_left (N x cards, 0 for a missing
-    card), model (N, column of the access table), typical = TypicalWorkload.arrays(...)."""
-    cpu, ngpu, milli, pop, access = typical
-    total = gpu_left.sum(axis=1).astype(np.float64)  # N
-    if len(pop) == 0:
-        return np.zeros(len(total))
-    # For each shape: how many cards can take its share, and the idle milli of those that cannot
-    # (worked out once per distinct share, U <= S, then spread to the shapes).
-    shares, of_shape = _distinct_shares(milli)
+Typical = tuple[IntArray, IntArray, IntArray, FloatArray, npt.NDArray[np.bool_]]
+
+
+def _per_share(gpu_left: IntArray, shares: IntArray) -> tuple[IntArray, IntArray]:
+    """Per node and distinct share (N x U): how many cards can take it, idle milli of those that cannot."""
     fits = gpu_left[:, :, None] >= shares[None, None, :]  # N x C x U
-    count_fit = fits.sum(axis=1)[:, of_shape]  # N x S
-    small = np.where(fits, 0, gpu_left[:, :, None]).sum(axis=1)[:, of_shape].astype(np.float64)  # N x S
+    count: IntArray = fits.sum(axis=1)
+    small: IntArray = np.where(fits, 0, gpu_left[:, :, None]).sum(axis=1)
+    return count, small
+
+
+def _weighted(
+    cpu_left: IntArray,
+    count: IntArray,
+    small: IntArray,
+    total: IntArray,
+    model: IntArray,
+    typical: Typical,
+    of_shape: IntArray,
+) -> FloatArray:
+    """The popularity-weighted fragment of N node states from their per-share counts (N x U)."""
+    cpu, ngpu, milli, pop, access = typical
     satisfied = (
         (milli[None, :] > 0)
         & access[:, model].T
         & (cpu_left[:, None] >= cpu[None, :])
-        & (count_fit >= ngpu[None, :])
+        & (count[:, of_shape] >= ngpu[None, :])
     )
-    per_shape = np.where(satisfied, small, total[:, None])
+    per_shape = np.where(satisfied, small[:, of_shape].astype(np.float64), total.astype(np.float64)[:, None])
     out: FloatArray = per_shape @ pop
     return out
+
+
+def node_fragmentation(
+    cpu_left: IntArray,
+    gpu_left: IntArray,
+    model: IntArray,
+    typical: Typical,
+) -> FloatArray:
+    """Fragmentation (GPU milli) of N nodes: cpu_left (N), gpu_left (N x cards, 0 for a missing
+    card), model (N, column of the access table), typical = TypicalWorkload.arrays(...)."""
+    if len(typical[3]) == 0:
+        return np.zeros(len(gpu_left))
+    # For each shape: how many cards can take its share, and the idle milli of those that cannot
+    # (worked out once per distinct share, U <= S, then spread to the shapes).
+    shares, of_shape = _distinct_shares(typical[2])
+    count, small = _per_share(gpu_left, shares)
+    return _weighted(cpu_left, count, small, gpu_left.sum(axis=1), model, typical, of_shape)
 
 
 def shared_card_fragmentation(
@@ -148,42 +170,53 @@ def shared_card_fragmentation(
     gpu_left: IntArray,
     milli: int,
     model: IntArray,
-    typical: tuple[IntArray, IntArray, IntArray, FloatArray, npt.NDArray[np.bool_]],
+    typical: Typical,
 ) -> FloatArray:
     """FGD's card choice for a pod sharing one GPU: the fragmentation of each of N nodes (N x cards)
     after `milli` lands on that card, inf where the card has too little room (a missing card: 0 left).
-    cpu_after is each node's free cpu once the pod is placed. The card to take is the row's least.
+    cpu_after is each node's free cpu once the pod is placed. The card to take is the row's least."""
+    return fragmentation_and_card_table(None, cpu_after, gpu_left, milli, model, typical)[1]
 
-    The same numbers as `node_fragmentation` over every (node, card) state (`shared_card_states`),
-    worked out from each node's per-share card counts and small-card milli, corrected for the one
-    card that changes."""
+
+def fragmentation_and_card_table(
+    cpu_before: IntArray | None,
+    cpu_after: IntArray,
+    gpu_left: IntArray,
+    milli: int,
+    model: IntArray,
+    typical: Typical,
+) -> tuple[FloatArray | None, FloatArray]:
+    """`node_fragmentation` of the nodes as they are (with cpu_before; None: not asked) and
+    `shared_card_fragmentation`'s table, from one pass over the cards.
+
+    The table holds the same numbers as `node_fragmentation` over every (node, card) state
+    (`shared_card_states`), worked out from each node's per-share card counts and small-card milli,
+    corrected for the one card that changes."""
     n, c = gpu_left.shape
     r_idx, k_idx = np.nonzero(gpu_left >= milli)
     out = np.full((n, c), np.inf)
-    cpu, ngpu, smilli, pop, access = typical
-    if len(pop) == 0 or len(r_idx) == 0:
+    if len(typical[3]) == 0:
         out[r_idx, k_idx] = 0.0
-        return out
-    shares, of_shape = _distinct_shares(smilli)
-    fits = gpu_left[:, :, None] >= shares[None, None, :]  # N x C x U
-    count_n = fits.sum(axis=1)  # N x U
-    small_n = np.where(fits, 0, gpu_left[:, :, None]).sum(axis=1)  # N x U
+        return (np.zeros(n) if cpu_before is not None else None), out
+    shares, of_shape = _distinct_shares(typical[2])
+    count_n, small_n = _per_share(gpu_left, shares)
+    total_n = gpu_left.sum(axis=1)
+    before = (
+        _weighted(cpu_before, count_n, small_n, total_n, model, typical, of_shape)
+        if cpu_before is not None
+        else None
+    )
+    if len(r_idx) == 0:
+        return before, out
     old = gpu_left[r_idx, k_idx]  # M: the card taken, before
     new = old - milli
     fit_old = old[:, None] >= shares[None, :]  # M x U
     fit_new = new[:, None] >= shares[None, :]
     count = count_n[r_idx] - fit_old + fit_new
     small = small_n[r_idx] - np.where(fit_old, 0, old[:, None]) + np.where(fit_new, 0, new[:, None])
-    total = (gpu_left.sum(axis=1)[r_idx] - milli).astype(np.float64)
-    satisfied = (
-        (smilli[None, :] > 0)
-        & access[:, model[r_idx]].T
-        & (cpu_after[r_idx][:, None] >= cpu[None, :])
-        & (count[:, of_shape] >= ngpu[None, :])
-    )
-    per_shape = np.where(satisfied, small[:, of_shape].astype(np.float64), total[:, None])
-    out[r_idx, k_idx] = per_shape @ pop
-    return out
+    total = total_n[r_idx] - milli
+    out[r_idx, k_idx] = _weighted(cpu_after[r_idx], count, small, total, model[r_idx], typical, of_shape)
+    return before, out
 
 
 def shared_card_states(
