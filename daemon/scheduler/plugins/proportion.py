@@ -159,8 +159,10 @@ class ProportionPlugin:
                 figures = job_figures(job, allocated, sum_pending=use_kept)
             if use_kept and origin is not None:
                 fresh[job.uid] = (origin, figures)
-            if figures.pending_sum is not None and use_kept:
-                attr.request.add(figures.pending_sum)
+            pending_sum = figures.pending_sum
+            if pending_sum is not None and use_kept:
+                if pending_sum is not NO_PENDING:
+                    attr.request.add(pending_sum)
             else:
                 exact = False
                 pending = job.peek_in(TaskStatus.PENDING)
@@ -369,10 +371,10 @@ class JobFigures:
     """What proportion's open adds for one job besides its allocated sum, derived from the job
     (its phase, tasks and minResources) and kept while the snapshot holds the same JobInfo.
 
-    `pending_sum`: the pending tasks' requests summed (None when some request is not a
-    non-negative integer: then they are added task by task); `inqueue`: what the job reserves
-    in its queue (None: nothing added); `elastic`: elastic_resources (None: the cpu/memory
-    shortcut for a job without minResources and scalars).
+    `pending_sum`: the pending tasks' requests summed (`NO_PENDING`: there are none; None when
+    some request is not a non-negative integer: then they are added task by task); `inqueue`:
+    what the job reserves in its queue (None: nothing added); `elastic`: elastic_resources
+    (None: the cpu/memory shortcut for a job without minResources and scalars).
     """
 
     phase: str
@@ -392,9 +394,12 @@ def job_figures(job: JobInfo, allocated: Resource, *, sum_pending: bool) -> JobF
             pending_sum = None
             break
     if pending_sum is not None:
-        add_requests(pending_sum, pending.values())
-        if not _exact_sum(pending_sum):
-            pending_sum = None
+        if not pending:
+            pending_sum = NO_PENDING
+        else:
+            add_requests(pending_sum, pending.values())
+            if not _exact_sum(pending_sum):
+                pending_sum = None
     inqueue: Resource | None = None
     elastic: Resource | None = None
     if job.min_resources is not None:
@@ -410,6 +415,8 @@ def job_figures(job: JobInfo, allocated: Resource, *, sum_pending: bool) -> JobF
 
 
 EXACT_LIMIT = float(2**53)
+# `JobFigures.pending_sum` of a job without pending tasks (nothing to add; never changed).
+NO_PENDING = Resource()
 
 
 def _exact_request(r: Resource) -> bool:
