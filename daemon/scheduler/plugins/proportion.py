@@ -149,8 +149,7 @@ class ProportionPlugin:
             # JobInfo keeps the sum of its allocated-status requests (integer vectors: the same sum
             # as task by task).
             allocated = job.allocated
-            attr.allocated.add(allocated)
-            attr.request.add(allocated)
+            _add_twice(attr.allocated, attr.request, allocated)
             origin = snapshot_jobs.get(job.uid)
             hit = kept.get(job.uid)
             if hit is not None and hit[0] is origin and hit[1].phase == job.status.phase:
@@ -429,6 +428,21 @@ def _exact_request(r: Resource) -> bool:
 def _exact_sum(r: Resource) -> bool:
     """Every dimension of a sum of exact requests still below 2**53 (so each addition was exact)."""
     return r.cpu < EXACT_LIMIT and r.memory < EXACT_LIMIT and all(v < EXACT_LIMIT for v in r.scalars.values())
+
+
+def _add_twice(a: Resource, b: Resource, r: Resource) -> None:
+    """`a.add(r)` then `b.add(r)` (the same additions, in one call)."""
+    cpu, memory, scalars = r.cpu, r.memory, r.scalars
+    a.cpu += cpu
+    a.memory += memory
+    b.cpu += cpu
+    b.memory += memory
+    if scalars:
+        sa, sb = a.scalars, b.scalars
+        for n, v in scalars.items():
+            sa[n] = sa.get(n, 0) + v
+        for n, v in scalars.items():
+            sb[n] = sb.get(n, 0) + v
 
 
 def add_requests(total: Resource, tasks: Iterable[TaskInfo]) -> None:
