@@ -103,8 +103,9 @@ class CycleRunner:
         self.heap = HeapSettler()
         self.memo = SessionMemo()
         # What sessions derive from each node, handed from one cycle's snapshot to the next
-        # (the freeze shares unchanged NodeInfo objects): daemon/scheduler/model/node_derived.py.
-        self.derived = NodeDerived()
+        # (the freeze shares unchanged NodeInfo and JobInfo objects and builds new ones for
+        # changed nodes and jobs): daemon/scheduler/model/node_derived.py.
+        self.derived = NodeDerived(keep_jobs=True)
         self.counts = TaskCounts()
 
     async def run_cycle(self, writer: Writer) -> CycleSummary:

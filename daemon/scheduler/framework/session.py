@@ -83,6 +83,9 @@ class Session(Combinators):
         # What earlier sessions derived from the snapshot's (unchanged) nodes: model/node_derived.py.
         kept = snapshot.derived if snapshot.derived is not None else NodeDerived()
         self.derived = kept.open(snapshot.nodes)
+        # Per-job figures earlier sessions derived from the snapshot's JobInfo objects, by
+        # component; None: the snapshot's owner did not promise to replace changed jobs.
+        self.kept_jobs: dict[str, Any] | None = kept.jobs
         # Copy-on-write (ClusterSnapshot.clone): opening costs what the session touches; the
         # snapshot is never written to.  `whole_copy` clones every task now instead (the
         # reference the tests compare against).

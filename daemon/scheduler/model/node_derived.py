@@ -20,6 +20,14 @@ The cache is outside the decision inputs: what a slot holds must be exactly what
 would derive (components that keep objects a session mutates check them before reuse, as
 deviceshare does with its pools' change counters).  Memory is bounded: every open keeps only
 the entries of the nodes it was given.
+
+`jobs` is the per-job analogue, owned by the components that use it (by name): each keeps, per
+job uid, the snapshot's JobInfo object and what it derived from it, trusted while the snapshot
+holds the same object, and keeps only the jobs of the session at hand (proportion's per-job
+figures).  It exists only when the owner asks (`keep_jobs=True`): whoever does promises never
+to change a JobInfo in place once a session saw it (the daemon's freeze shares unchanged JobInfo
+objects and builds a new one for a changed job; the study engine folds binds into its jobs in
+place, so it does not ask).
 """
 
 from __future__ import annotations
@@ -75,14 +83,15 @@ class NodeDerived:
     """The cache: per row of the last node list, that node object and its slot dict, and the
     whole-table structures kept at the last open."""
 
-    __slots__ = ("_names", "_nodes", "_slots", "epoch", "whole")
+    __slots__ = ("_names", "_nodes", "_slots", "epoch", "jobs", "whole")
 
-    def __init__(self) -> None:
+    def __init__(self, *, keep_jobs: bool = False) -> None:
         self._names: list[str] = []
         self._nodes: list[NodeInfo] = []
         self._slots: list[dict[str, Any]] = []
         self.whole: dict[str, tuple[int, Any]] = {}
         self.epoch = 0
+        self.jobs: dict[str, Any] | None = {} if keep_jobs else None
 
     def __len__(self) -> int:
         return len(self._nodes)

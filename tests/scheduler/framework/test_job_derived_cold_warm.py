@@ -1,0 +1,105 @@
+"""Property: proportion's per-job figures kept across sessions (`NodeDerived(keep_jobs=True)`,
+plugins/proportion.py `JobFigures`) never change a decision nor a queue figure.
+
+Two copies of one random cluster live through the same sessions and changes (pods bound, evicted
+and finishing, PodGroup statuses written back, new jobs, some with requests that are not integers):
+one keeps per-job figures from session to session (warm), the other derives them afresh (cold).
+The warm copy follows the cache's contract as the daemon's freeze does: a job changed between
+sessions is replaced by a new JobInfo object (here a clone made after the change), an unchanged
+one is handed on as the same object.
+"""
+
+from __future__ import annotations
+
+import random
+import sys
+from pathlib import Path
+from typing import Any
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from daemon.manifests import build_snapshot
+from daemon.scheduler.framework.run import run_session
+from daemon.scheduler.model.job import JobInfo
+from daemon.scheduler.model.node import NodeInfo
+from daemon.scheduler.model.node_derived import NodeDerived
+from daemon.scheduler.model.resources import Resource
+from daemon.scheduler.model.snapshot import ClusterSnapshot
+from daemon.scheduler.plugins.proportion import NAME as PROPORTION
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from test_node_derived_cold_warm import CONF, _job, change, cluster, decisions, fold
+
+
+def fingerprint(job: JobInfo) -> tuple[Any, ...]:
+    """What a change to the job could touch (status, tasks, their requests and placement)."""
+    tasks = tuple(
+        (t.uid, t.status, t.node_name, t.resreq.cpu, t.resreq.memory, tuple(sorted(t.resreq.scalars.items())))
+        for t in sorted(job.peek_tasks().values(), key=lambda t: t.uid)
+    )
+    mr = job.min_resources
+    return (job.status.comparable(), job.min_available, None if mr is None else repr(mr), tasks)
+
+
+def replace_changed(snap: ClusterSnapshot, before: dict[str, tuple[JobInfo, tuple[Any, ...]]]) -> None:
+    """The contract of keep_jobs: a job that changed is a new object."""
+    for uid, job in list(snap.jobs.items()):
+        old = before.get(uid)
+        if old is not None and old[0] is job and old[1] != fingerprint(job):
+            snap.jobs[uid] = job.clone()
+
+
+def fractional_job(snap: ClusterSnapshot, step: int, pick: int) -> None:
+    """A new job whose requests are not integers (the figures are then summed task by task)."""
+    part = build_snapshot(
+        [("gen.yaml", i, o) for i, o in enumerate(_job(200 + step, random.Random(pick), None))]
+    )
+    for job in part.jobs.values():
+        for t in job.peek_tasks().values():
+            t.resreq.cpu += 0.1
+            t.resreq.memory += 0.3
+        job.total_request.cpu += 0.1 * job.task_num()
+        job.total_request.memory += 0.3 * job.task_num()
+    snap.jobs.update(part.jobs)
+
+
+def exact(figures: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """The queue figures with every Resource as its exact numbers (scalar keys included)."""
+    return {
+        q: {k: (v.cpu, v.memory, dict(v.scalars)) if isinstance(v, Resource) else v for k, v in f.items()}
+        for q, f in figures.items()
+    }
+
+
+@settings(max_examples=40, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    st.integers(0, 10_000),
+    st.integers(2, 6),
+    st.lists(st.tuples(st.integers(0, 6), st.integers(0, 50)), min_size=1, max_size=8),
+)
+def test_kept_job_figures_decide_as_cold(seed: int, n_nodes: int, changes: list[tuple[int, int]]) -> None:
+    objs = [("gen.yaml", i, o) for i, o in enumerate(cluster(seed, n_nodes))]
+    warm, cold = build_snapshot(objs), build_snapshot(objs)
+    warm.derived = NodeDerived(keep_jobs=True)
+    removed: dict[str, dict[str, NodeInfo]] = {"warm": {}, "cold": {}}
+    for step, (kind, pick) in enumerate([(5, 0), *changes]):
+        before = {uid: (j, fingerprint(j)) for uid, j in warm.jobs.items()}
+        for name, snap in (("warm", warm), ("cold", cold)):
+            if kind == 6:
+                fractional_job(snap, step, pick)
+            else:
+                change(snap, kind, pick, step, removed[name])
+            snap.now = 100.0 + step
+            snap.session_id = f"s{step}"
+        replace_changed(warm, before)
+        a, b = run_session(warm, CONF), run_session(cold, CONF)
+        assert decisions(a) == decisions(b), (seed, step, kind)
+        assert exact(a.queues) == exact(b.queues), (seed, step, kind)
+        before = {uid: (j, fingerprint(j)) for uid, j in warm.jobs.items()}
+        fold(warm, a)
+        fold(cold, b)
+        replace_changed(warm, before)
+        # Bounded: one entry per job of the last session.
+        assert warm.derived.jobs is not None
+        assert set(warm.derived.jobs[PROPORTION]) <= set(warm.jobs)
