@@ -18,12 +18,13 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+from daemon.scheduler.framework.apply import apply_result
 from daemon.scheduler.framework.conf import SchedulerConf
 from daemon.scheduler.framework.run import SessionResult, run_session
 from daemon.scheduler.model.job import Condition
 from daemon.scheduler.model.resources import finite_quantities
 from daemon.scheduler.model.snapshot import ClusterSnapshot
-from daemon.scheduler.model.task import TaskInfo, TaskStatus
+from daemon.scheduler.model.task import TaskStatus
 
 SCHEDULE_PERIOD_SECONDS = 1.0
 NOW_FROM_MANIFESTS = "manifests"
@@ -93,57 +94,6 @@ def start_time(snapshot: ClusterSnapshot) -> float:
         for t in job.tasks.values():
             latest = max(latest, t.creation)
     return latest
-
-
-def _task_index(snapshot: ClusterSnapshot) -> dict[str, tuple[str, TaskInfo]]:
-    idx: dict[str, tuple[str, TaskInfo]] = {}
-    for uid, job in snapshot.jobs.items():
-        for t in job.tasks.values():
-            idx[t.key] = (uid, t)
-    return idx
-
-
-def apply_result(snapshot: ClusterSnapshot, result: SessionResult) -> None:
-    """Fold one session's decisions into the snapshot, as the cluster would answer them."""
-    idx = _task_index(snapshot)
-    nodes = {n.name: n for n in snapshot.nodes}
-    for key in result.bind_order:
-        node_name = result.binds.get(key)
-        if node_name is None or key not in idx:
-            continue
-        job_uid, task = idx[key]
-        job = snapshot.jobs[job_uid]
-        node = nodes.get(node_name)
-        if node is None:
-            continue
-        job.update_task_status(task, TaskStatus.RUNNING)
-        task.node_name = node_name
-        task.last_tx = None
-        # The binder writes these on the pod (deviceshare's card choice): later cycles see them.
-        task.bind_annotations = dict(result.bind_annotations.get(key, {}))
-        if task.uid in node.tasks:
-            node.update_task(task)
-        else:
-            node.add_task(task)
-    for ev in result.evictions:
-        if ev.task not in idx:
-            continue
-        job_uid, task = idx[ev.task]
-        job = snapshot.jobs[job_uid]
-        node = nodes.get(task.node_name)
-        if node is not None and task.uid in node.tasks:
-            node.remove_task(task)
-        job.delete_task(task)
-    for uid, pg in result.podgroups.items():
-        pg_job = snapshot.jobs.get(uid)
-        if pg_job is None:
-            continue
-        job = pg_job
-        job.status.phase = pg.phase
-        job.status.conditions = list(pg.conditions)
-        job.status.running = pg.running
-        job.status.succeeded = pg.succeeded
-        job.status.failed = pg.failed
 
 
 def out_of_session(snapshot: ClusterSnapshot) -> tuple[dict[str, OutOfSession], dict[str, str]]:

@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from daemon.manifests import build_snapshot
+from daemon.scheduler.framework.apply import apply_result
 from daemon.scheduler.framework.conf import SchedulerConf
 from daemon.scheduler.framework.placement import SearchOptions
 from daemon.scheduler.framework.run import SessionResult, run_session
@@ -159,8 +160,6 @@ class CoreCluster:
         }
         if result.evictions:
             # Not with the study presets (no preempt or reclaim): the general fold.
-            from daemon.cli.dry_run import apply_result
-
             for ev in result.evictions:
                 self._node(ev.node)
             for key in result.bind_order:

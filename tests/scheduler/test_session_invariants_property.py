@@ -16,8 +16,8 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from daemon.cli.dry_run import apply_result
 from daemon.manifests import build_snapshot
+from daemon.scheduler.framework.apply import apply_result
 from daemon.scheduler.framework.conf import parse_conf
 from daemon.scheduler.framework.run import run_session
 from daemon.scheduler.model.snapshot import ClusterSnapshot

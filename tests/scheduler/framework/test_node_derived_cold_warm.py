@@ -20,8 +20,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from daemon.cli.dry_run import apply_result
 from daemon.manifests import build_snapshot
+from daemon.scheduler.framework.apply import apply_result
 from daemon.scheduler.framework.conf import parse_conf
 from daemon.scheduler.framework.run import SessionResult, run_session
 from daemon.scheduler.model.node import NodeInfo
