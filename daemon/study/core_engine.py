@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from daemon.manifests import build_snapshot
-from daemon.scheduler.framework.apply import apply_result
+from daemon.scheduler.framework.apply import apply_podgroups, apply_result, run_bound
 from daemon.scheduler.framework.conf import SchedulerConf
 from daemon.scheduler.framework.placement import SearchOptions
 from daemon.scheduler.framework.run import SessionResult, run_session
@@ -185,25 +185,8 @@ class CoreCluster:
                 if node is None:
                     continue
                 job_uid, task = hit
-                job = self.snapshot.jobs[job_uid]
-                job.update_task_status(task, TaskStatus.RUNNING)
-                task.node_name = node_name
-                task.last_tx = None
-                # The binder writes these on the pod (deviceshare's card choice): later cycles see them.
-                task.bind_annotations = dict(result.bind_annotations.get(key, {}))
-                if task.uid in node.tasks:
-                    node.update_task(task)
-                else:
-                    node.add_task(task)
-            for uid, pg in result.podgroups.items():
-                pg_job = self.snapshot.jobs.get(uid)
-                if pg_job is None:
-                    continue
-                pg_job.status.phase = pg.phase
-                pg_job.status.conditions = list(pg.conditions)
-                pg_job.status.running = pg.running
-                pg_job.status.succeeded = pg.succeeded
-                pg_job.status.failed = pg.failed
+                run_bound(self.snapshot.jobs[job_uid], task, node, result.bind_annotations.get(key, {}))
+            apply_podgroups(self.snapshot, result)
 
     def _step(self, result: SessionResult) -> CoreStep:
         placed: dict[str, Placement] = {}

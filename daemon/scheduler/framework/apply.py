@@ -10,11 +10,15 @@ hands it to later sessions with a `NodeDerived` cache must replace changed nodes
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from daemon.scheduler.framework.run import SessionResult
+from daemon.scheduler.model.job import JobInfo
+from daemon.scheduler.model.node import NodeInfo
 from daemon.scheduler.model.snapshot import ClusterSnapshot
 from daemon.scheduler.model.task import TaskInfo, TaskStatus
 
-__all__ = ["apply_result"]
+__all__ = ["apply_podgroups", "apply_result", "run_bound"]
 
 
 def _task_index(snapshot: ClusterSnapshot) -> dict[str, tuple[str, TaskInfo]]:
@@ -34,33 +38,41 @@ def apply_result(snapshot: ClusterSnapshot, result: SessionResult) -> None:
         if node_name is None or key not in idx:
             continue
         job_uid, task = idx[key]
-        job = snapshot.jobs[job_uid]
         node = nodes.get(node_name)
         if node is None:
             continue
-        job.update_task_status(task, TaskStatus.RUNNING)
-        task.node_name = node_name
-        task.last_tx = None
-        # The binder writes these on the pod (deviceshare's card choice): later cycles see them.
-        task.bind_annotations = dict(result.bind_annotations.get(key, {}))
-        if task.uid in node.tasks:
-            node.update_task(task)
-        else:
-            node.add_task(task)
+        run_bound(snapshot.jobs[job_uid], task, node, result.bind_annotations.get(key, {}))
     for ev in result.evictions:
         if ev.task not in idx:
             continue
         job_uid, task = idx[ev.task]
         job = snapshot.jobs[job_uid]
-        node = nodes.get(task.node_name)
-        if node is not None and task.uid in node.tasks:
-            node.remove_task(task)
+        evicted_node = nodes.get(task.node_name)
+        if evicted_node is not None and task.uid in evicted_node.tasks:
+            evicted_node.remove_task(task)
         job.delete_task(task)
+    apply_podgroups(snapshot, result)
+
+
+def run_bound(job: JobInfo, task: TaskInfo, node: NodeInfo, annotations: Mapping[str, str]) -> None:
+    """A bound pod as the cluster answers it: Running on its node, with the annotations the binder
+    wrote on the pod (deviceshare's card choice), which later sessions see."""
+    job.update_task_status(task, TaskStatus.RUNNING)
+    task.node_name = node.name
+    task.last_tx = None
+    task.bind_annotations = dict(annotations)
+    if task.uid in node.tasks:
+        node.update_task(task)
+    else:
+        node.add_task(task)
+
+
+def apply_podgroups(snapshot: ClusterSnapshot, result: SessionResult) -> None:
+    """Each PodGroup takes the status the session wrote."""
     for uid, pg in result.podgroups.items():
-        pg_job = snapshot.jobs.get(uid)
-        if pg_job is None:
+        job = snapshot.jobs.get(uid)
+        if job is None:
             continue
-        job = pg_job
         job.status.phase = pg.phase
         job.status.conditions = list(pg.conditions)
         job.status.running = pg.running
