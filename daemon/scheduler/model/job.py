@@ -174,15 +174,7 @@ class JobInfo:
         and filling the index in task order is exactly `clone`'s fast path.
         """
         d = self.__dict__
-        tasks: dict[str, TaskInfo] = {}
-        index: dict[TaskStatus, dict[str, TaskInfo]] = {}
-        for uid, t in self._tasks.items():
-            c = t.clone()
-            tasks[uid] = c
-            bucket = index.get(c.status)
-            if bucket is None:
-                index[c.status] = bucket = {}
-            bucket[uid] = c
+        tasks, index = _cloned_in_order(self._tasks)
         d["tasks"] = d["_tasks"] = tasks
         d["index"] = d["_index"] = index
         d["allocated"] = self.allocated.clone()
@@ -473,15 +465,8 @@ class JobInfo:
                 j.add_task(t.clone())
             return j
         # Same state as adding the clones in order (see `only_added`), without the arithmetic.
-        tasks = j.tasks
-        index = j.index
-        for uid, t in self._tasks.items():
-            c = t.clone()
-            tasks[uid] = c
-            bucket = index.get(c.status)
-            if bucket is None:
-                index[c.status] = bucket = {}
-            bucket[c.uid] = c
+        j.tasks, j.index = _cloned_in_order(self._tasks)
+        j._tasks, j._index = j.tasks, j.index
         j.allocated = self.allocated.clone()
         j.total_request = self.total_request.clone()
         j.pending_best_effort = self.pending_best_effort
@@ -491,3 +476,19 @@ class JobInfo:
 
     def __repr__(self) -> str:
         return f"Job({self.uid} queue={self.queue} phase={self.status.phase} min={self.min_available})"
+
+
+def _cloned_in_order(
+    tasks: dict[str, TaskInfo],
+) -> tuple[dict[str, TaskInfo], dict[TaskStatus, dict[str, TaskInfo]]]:
+    """Clones of `tasks` and their status index, filled in task order (what adding them gives)."""
+    out: dict[str, TaskInfo] = {}
+    index: dict[TaskStatus, dict[str, TaskInfo]] = {}
+    for uid, t in tasks.items():
+        c = t.clone()
+        out[uid] = c
+        bucket = index.get(c.status)
+        if bucket is None:
+            index[c.status] = bucket = {}
+        bucket[uid] = c
+    return out, index
