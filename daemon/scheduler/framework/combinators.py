@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from daemon.scheduler.framework.job_memo import JobMemo
 from daemon.scheduler.framework.score_memo import LocalScoreKey, LocalScores, LocalScoring
 from daemon.scheduler.model.fit import FitError
 
@@ -144,6 +145,8 @@ class Combinators:
     measure_callbacks: bool
     # Node-local scorers by (point, plugin), registered at plugin open (lazily created), and the
     # memoised scoring compiled from them when every scorer in force has one.
+    # JobStarving's answers kept across sessions (job_memo.py); None: ask the plugins every time.
+    starving_memo: JobMemo | None = None
     _local_score_fns: dict[tuple[str, str], tuple[LocalScoreKey, LocalScores]] | None = None
     local_scoring: LocalScoring | None = None
 
@@ -463,6 +466,16 @@ class Combinators:
             fn(job)
 
     def job_starving(self, job: JobInfo) -> bool:
+        """JobStarving: the first tier with a callback decides (all must say starving).
+
+        Answered from the session before for a job this session has not touched (job_memo.py).
+        """
+        memo = self.starving_memo
+        if memo is not None:
+            return memo.answer(job, self._job_starving)
+        return self._job_starving(job)
+
+    def _job_starving(self, job: JobInfo) -> bool:
         for row in self._chains[JOB_STARVING]:
             if not row:
                 continue

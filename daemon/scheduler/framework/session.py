@@ -17,6 +17,7 @@ import numpy as np
 
 from daemon.scheduler.framework.combinators import Combinators
 from daemon.scheduler.framework.conf import PluginOption, SchedulerConf, Tier
+from daemon.scheduler.framework.job_memo import open_job_memo
 from daemon.scheduler.framework.nodetable import IntArray, NodeTable
 from daemon.scheduler.model.job import PHASE_INQUEUE, PHASE_PENDING, JobInfo
 from daemon.scheduler.model.node import NodeInfo
@@ -24,6 +25,9 @@ from daemon.scheduler.model.node_derived import NodeDerived
 from daemon.scheduler.model.queue import NamespaceInfo, PriorityClassInfo, QueueInfo
 from daemon.scheduler.model.snapshot import ClusterSnapshot
 from daemon.scheduler.model.task import TaskInfo, TaskStatus
+
+# The name under which JobStarving's answers are kept across sessions (`NodeDerived.jobs`).
+STARVING_MEMO = "job_starving"
 
 
 class SessionError(RuntimeError):
@@ -86,6 +90,7 @@ class Session(Combinators):
         # Per-job figures earlier sessions derived from the snapshot's JobInfo objects, by
         # component; None: the snapshot's owner did not promise to replace changed jobs.
         self.kept_jobs: dict[str, Any] | None = kept.jobs
+        self.starving_memo = open_job_memo(self.kept_jobs, STARVING_MEMO, conf)
         # Copy-on-write (ClusterSnapshot.clone): opening costs what the session touches; the
         # snapshot is never written to.  `whole_copy` clones every task now instead (the
         # reference the tests compare against).

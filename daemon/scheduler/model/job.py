@@ -150,6 +150,10 @@ class JobInfo:
         # `allocated`, `total_request` and `index` are exactly what adding the tasks again in
         # order gives, and `clone` copies them instead of recomputing.
         self.only_added = True
+        # The snapshot JobInfo this unmaterialised copy-on-write clone shares its tasks with (None
+        # once materialised, and for any other job): while set, everything derived from the
+        # tasks and the fixed fields equals the origin's (framework/job_memo.py relies on it).
+        self.cow_origin: JobInfo | None = None
 
     # ----------------------------------------------------------------- copy-on-write
     if not TYPE_CHECKING:  # (hidden from mypy, which would let any attribute name pass)
@@ -177,6 +181,7 @@ class JobInfo:
         tasks, index = _cloned_in_order(self._tasks)
         d["tasks"] = d["_tasks"] = tasks
         d["index"] = d["_index"] = index
+        d["cow_origin"] = None
         d["allocated"] = self.allocated.clone()
         d["total_request"] = self.total_request.clone()
 
@@ -441,6 +446,7 @@ class JobInfo:
         d["nodes_fit_errors"] = {}
         d["job_fit_errors"] = ""
         d["only_added"] = True
+        d["cow_origin"] = self
         return j
 
     def clone(self) -> JobInfo:
@@ -459,6 +465,7 @@ class JobInfo:
         j.nodes_fit_errors = {}
         j.job_fit_errors = ""
         j.only_added = True
+        j.cow_origin = None
         j._scalar_dims = frozenset()
         if not self.only_added:
             for t in self._tasks.values():
