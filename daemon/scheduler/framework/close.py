@@ -19,7 +19,6 @@ if TYPE_CHECKING:
     from daemon.scheduler.framework.session import Session
 
 UNSCHEDULABLE = "Unschedulable"
-_NONE: dict[str, object] = {}
 
 
 def pod_group_phase(ssn: Session, job: JobInfo) -> str:
@@ -49,21 +48,30 @@ def update_job_statuses(ssn: Session) -> list[str]:
     # The snapshot's jobs: the session never writes to them, so their status is the old one.
     old = ssn.snapshot_jobs
     jobs = ssn.jobs
+    running_s, succeeded_s, failed_s = TaskStatus.RUNNING, TaskStatus.SUCCEEDED, TaskStatus.FAILED
+    bound_s, releasing_s = TaskStatus.BOUND, TaskStatus.RELEASING
     for uid, job in jobs.items():  # in uid order (Session.__init__ fills it sorted)
         index = job.peek_index()
         status = job.status
-        running = len(index.get(TaskStatus.RUNNING, _NONE))
-        succeeded = len(index.get(TaskStatus.SUCCEEDED, _NONE))
-        failed = len(index.get(TaskStatus.FAILED, _NONE))
+        got = index.get(running_s)
+        running = len(got) if got else 0
+        got = index.get(succeeded_s)
+        succeeded = len(got) if got else 0
+        got = index.get(failed_s)
+        failed = len(got) if got else 0
         completed = succeeded + failed
-        scheduled = running + len(index.get(TaskStatus.BOUND, _NONE)) + completed
-        releasing = index.get(TaskStatus.RELEASING)
+        got = index.get(bound_s)
+        scheduled = running + completed + (len(got) if got else 0)
+        releasing = index.get(releasing_s)
         if releasing:
             scheduled += sum(1 for t in releasing.values() if t.node_name)
-        if running and any(
-            c.type == UNSCHEDULABLE and c.status == "True" and c.transition_id == sid
-            for c in status.conditions
-        ):
+        unschedulable_now = False
+        if running:
+            for c in status.conditions:
+                if c.transition_id == sid and c.type == UNSCHEDULABLE and c.status == "True":
+                    unschedulable_now = True
+                    break
+        if unschedulable_now:
             phase = PHASE_UNKNOWN
         elif scheduled >= job.min_available:
             phase = PHASE_COMPLETED if scheduled == completed else PHASE_RUNNING

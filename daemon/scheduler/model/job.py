@@ -438,8 +438,7 @@ class JobInfo:
         if not self.only_added and self.materialised:
             return self.clone()
         j = JobInfo.__new__(JobInfo)
-        d = j.__dict__
-        d.update(self.__dict__)
+        d = self.__dict__.copy()  # (one dict copy: cheaper than filling the new object's)
         d.pop("tasks", None)
         d.pop("index", None)
         d["status"] = self.status.shared_copy()
@@ -447,6 +446,7 @@ class JobInfo:
         d["job_fit_errors"] = ""
         d["only_added"] = True
         d["cow_origin"] = self
+        j.__dict__ = d
         return j
 
     def clone(self) -> JobInfo:
