@@ -26,6 +26,7 @@ from daemon.scheduler.framework.conf import parse_conf
 from daemon.scheduler.framework.explain import pending_reasons
 from daemon.scheduler.framework.run import SessionResult, run_session
 from daemon.scheduler.model.fingerprint import SnapshotChangedError, fingerprint, first_difference
+from daemon.scheduler.model.job import JobInfo
 from daemon.scheduler.model.snapshot import ClusterSnapshot
 from daemon.scheduler.model.task import TaskStatus
 from daemon.scheduler.plugins.deviceshare_gpushare import GPU_MEMORY, GPU_NUMBER
@@ -375,6 +376,9 @@ def _node_state(node: Any) -> str:
 def test_the_guard_catches_a_session_that_writes_to_its_snapshot(monkeypatch: pytest.MonkeyPatch) -> None:
     """With the snapshot handed to the session uncopied, the guard (on in these tests) fails."""
     snap = _many_running_one_pending()
-    monkeypatch.setattr(ClusterSnapshot, "clone", lambda self: self)
+    monkeypatch.setattr(
+        ClusterSnapshot, "clone_without_jobs", lambda self: dataclasses.replace(self, jobs={})
+    )
+    monkeypatch.setattr(JobInfo, "cow_clone", lambda self: self)
     with pytest.raises(SnapshotChangedError, match="changed its snapshot"):
         run_session(snap, parse_conf(CONFS["default"], source="default"))

@@ -94,7 +94,7 @@ class Session(Combinators):
         # Copy-on-write (ClusterSnapshot.clone): opening costs what the session touches; the
         # snapshot is never written to.  `whole_copy` clones every task now instead (the
         # reference the tests compare against).
-        snap = snapshot.deep_clone() if whole_copy else snapshot.clone()
+        snap = snapshot.deep_clone() if whole_copy else snapshot.clone_without_jobs()
         self.uid = snap.session_id
         self._now = snap.now
         # Whether anything read `now` (a session that never did decides the same at any now).
@@ -102,26 +102,32 @@ class Session(Combinators):
         self.conf = conf
         self.tiers: list[Tier] = conf.tiers
         self.configured_actions = frozenset(conf.actions)
-        self.jobs: dict[str, JobInfo] = {}
         self.queues: dict[str, QueueInfo] = snap.queues
         self.namespaces: dict[str, NamespaceInfo] = snap.namespaces
         self.priority_classes: dict[str, PriorityClassInfo] = snap.priority_classes
         self.node_list: list[NodeInfo] = snap.nodes
         self.nodes: dict[str, NodeInfo] = {n.name: n for n in snap.nodes}
         self.total_resource = kept.total_allocatable(self.derived, snapshot.nodes)
-        # Volcano drops jobs without a PodGroup or whose queue does not exist.
-        for uid in sorted(snap.jobs):
-            job = snap.jobs[uid]
-            if not job.has_pod_group or job.queue not in self.queues:
-                continue
-            self.jobs[uid] = job
-        # The snapshot's own jobs (read-only): close compares their PodGroup status with the new one.
-        self.snapshot_jobs: Mapping[str, JobInfo] = snapshot.jobs
+        # The session's jobs, in uid order, copy-on-write clones (whole ones with `whole_copy`).
+        # Volcano drops jobs without a PodGroup or whose queue does not exist; the scalar
+        # resource names the kept jobs request become node table columns.
+        jobs: dict[str, JobInfo] = {}
         extra_dims: set[str] = set()
-        for j in self.jobs.values():
-            dims = j.scalar_dims()
+        queues = self.queues
+        source = snap.jobs if whole_copy else snapshot.jobs
+        for uid in sorted(source):
+            job = source[uid]
+            if not job.has_pod_group or job.queue not in queues:
+                continue
+            if not whole_copy:
+                job = job.cow_clone()
+            jobs[uid] = job
+            dims = job.scalar_dims()
             if dims:
                 extra_dims.update(dims)
+        self.jobs = jobs
+        # The snapshot's own jobs (read-only): close compares their PodGroup status with the new one.
+        self.snapshot_jobs: Mapping[str, JobInfo] = snapshot.jobs
         self.table = NodeTable(self.node_list, extra_dims, self.derived)
         # The plugins opened for this session, by name (run.py fills it).  Their contract,
         # framework/plugin.py, depends on this module; the session needs nothing of it.

@@ -43,6 +43,11 @@ class ClusterSnapshot:
         jobs = {uid: j.cow_clone() for uid, j in self.jobs.items()}
         return self._with(nodes, jobs)
 
+    def clone_without_jobs(self) -> ClusterSnapshot:
+        """`clone` with no jobs: the session clones the jobs it keeps itself (Session.__init__,
+        one pass that also filters them and gathers their scalar names)."""
+        return self._with([n.cow_clone() for n in self.nodes], {})
+
     def deep_clone(self) -> ClusterSnapshot:
         """A whole copy: every job's and node's tasks cloned now (what `clone` did before it was
         copy-on-write; the reference the tests compare sessions against)."""
