@@ -42,8 +42,7 @@ class Allocate:
         tasks_of: dict[str, PriorityQueue[TaskInfo]] = {}
         enqueue_configured = "enqueue" in ssn.configured_actions
 
-        for uid in sorted(ssn.jobs):
-            job = ssn.jobs[uid]
+        for job in ssn.jobs.values():  # in uid order (Session.__init__ fills it sorted)
             if job.is_pending():
                 if enqueue_configured:
                     continue

@@ -62,8 +62,7 @@ class Backfill:
         queues: PriorityQueue[QueueInfo] = PriorityQueue(ssn.queue_order_fn)
         jobs: dict[str, PriorityQueue[JobInfo]] = {}
         tasks: dict[str, PriorityQueue[TaskInfo]] = {}
-        for uid in sorted(ssn.jobs):
-            job = ssn.jobs[uid]
+        for job in ssn.jobs.values():  # in uid order (Session.__init__ fills it sorted)
             if job.is_pending():
                 continue
             if not job.count(TaskStatus.PENDING) and not job.count(TaskStatus.PIPELINED):

@@ -22,8 +22,7 @@ class Enqueue:
         queues: PriorityQueue[QueueInfo] = PriorityQueue(ssn.queue_order_fn)
         seen: set[str] = set()
         jobs_map: dict[str, PriorityQueue[JobInfo]] = {}
-        for uid in sorted(ssn.jobs):
-            job = ssn.jobs[uid]
+        for job in ssn.jobs.values():  # in uid order (Session.__init__ fills it sorted)
             if job.schedule_start is None:
                 job.schedule_start = ssn.stamp_now()
             queue = ssn.queues.get(job.queue)

@@ -95,8 +95,7 @@ class Preempt:
         preemptors: dict[str, PriorityQueue[JobInfo]] = {}
         preemptor_tasks: dict[str, PriorityQueue[TaskInfo]] = {}
         under_request: dict[str, list[JobInfo]] = {}
-        for uid in sorted(ssn.jobs):
-            job = ssn.jobs[uid]
+        for job in ssn.jobs.values():  # in uid order (Session.__init__ fills it sorted)
             if job.is_pending():
                 continue
             if job.queue not in ssn.queues:

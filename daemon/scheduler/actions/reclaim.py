@@ -68,8 +68,7 @@ class Reclaim:
         preemptors: dict[str, PriorityQueue[JobInfo]] = {}
         preemptor_tasks: dict[str, PriorityQueue[TaskInfo]] = {}
 
-        for uid in sorted(ssn.jobs):
-            job = ssn.jobs[uid]
+        for job in ssn.jobs.values():  # in uid order (Session.__init__ fills it sorted)
             if job.is_pending():
                 continue
             queue = ssn.queues.get(job.queue)
