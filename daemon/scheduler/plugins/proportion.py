@@ -8,23 +8,27 @@ dimensions; jobs are admitted while minResources fit the queue's real capability
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 from daemon.scheduler.framework import combinators as cb
 from daemon.scheduler.framework.session import EventHandler, Session
-from daemon.scheduler.model.job import PHASE_INQUEUE, PHASE_RUNNING, JobInfo
+from daemon.scheduler.model.job import JobInfo
 from daemon.scheduler.model.queue import QueueInfo
 from daemon.scheduler.model.resources import Default, Resource, exceeded_part, share
 from daemon.scheduler.model.task import TaskInfo, TaskStatus
+from daemon.scheduler.plugins.proportion_sums import (
+    KeptSums,
+    add_requests,
+    add_twice,
+    job_figures,
+    kept_queue_sums,
+)
 from daemon.scheduler.plugins.util import (
-    allocated_task_num,
     deduct_sch_gated,
     deep_equal,
-    elastic_resources,
     format_resource_names,
-    inqueue_resource,
     resource_max,
 )
 
@@ -116,31 +120,40 @@ class ProportionPlugin:
             q = ssn.queues[qname]
             if q.guarantee is not None and not _empty_list(q.guarantee):
                 total_guarantee.add(q.guarantee)
-        attrs = self._queue_sums(ssn, total, total_guarantee, use_kept=True)
-        if attrs is None:  # a request not an integer, or a sum past 2**53: task by task
-            attrs = self._queue_sums(ssn, total, total_guarantee, use_kept=False)
-            assert attrs is not None
+        attrs = self._kept_sums(ssn, total, total_guarantee)
+        if attrs is None:
+            attrs = self._queue_sums(ssn, total, total_guarantee)
         compute_deserved(attrs, total)
         self.attrs = attrs
         self._register(ssn, attrs)
 
-    def _queue_sums(
-        self, ssn: Session, total: Resource, total_guarantee: Resource, *, use_kept: bool
+    def _kept_sums(
+        self, ssn: Session, total: Resource, total_guarantee: Resource
     ) -> dict[str, QueueAttr] | None:
-        """Per queue the sums of its jobs' allocated, request, inqueue and elastic figures.
+        """The queue sums from the ones kept across sessions (proportion_sums.py), or None (no
+        store, or sums that must be made cold; the store is then dropped)."""
+        store = ssn.kept_jobs
+        if store is None:
+            return None
+        kept = store.get(NAME)
+        if not isinstance(kept, KeptSums):
+            kept = store[NAME] = KeptSums()
+        sums = kept_queue_sums(ssn.jobs, ssn.snapshot_jobs, kept)
+        if sums is None:
+            del store[NAME]
+            return None
+        attrs: dict[str, QueueAttr] = {}
+        for name, s in sums.items():
+            attr = attrs[name] = self._new_attr(ssn.queues[name], total, total_guarantee)
+            attr.allocated = s.allocated.clone()
+            attr.request = s.request.clone()
+            attr.inqueue = s.inqueue.clone()
+            attr.elastic = s.elastic.clone()
+        return attrs
 
-        With `use_kept`, a job's figures (`JobFigures`) come from the session before while the
-        snapshot holds the same JobInfo object (model/node_derived.py, `jobs`); a job's pending
-        requests are then added as one per-job sum.  That equals adding them task by task while
-        every request is a non-negative integer (checked per task) and every sum stays below 2**53
-        (checked per queue at the end: None means "not so, sum task by task").
-        """
-        store = ssn.kept_jobs if use_kept else None
-        kept: dict[str, tuple[JobInfo, JobFigures]] = store.get(NAME, {}) if store is not None else {}
-        use_kept = store is not None
-        fresh: dict[str, tuple[JobInfo, JobFigures]] = {}
-        exact = True  # every job's requests non-negative integers (pending_sum not None)
-        snapshot_jobs = ssn.snapshot_jobs
+    def _queue_sums(self, ssn: Session, total: Resource, total_guarantee: Resource) -> dict[str, QueueAttr]:
+        """Per queue the sums of its jobs' allocated, request, inqueue and elastic figures, job by
+        job in uid order and task by task (Volcano's order)."""
         attrs: dict[str, QueueAttr] = {}
         for job in ssn.jobs.values():  # in uid order (Session.__init__ fills it sorted)
             attr = attrs.get(job.queue)
@@ -149,24 +162,11 @@ class ProportionPlugin:
             # JobInfo keeps the sum of its allocated-status requests (integer vectors: the same sum
             # as task by task).
             allocated = job.allocated
-            _add_twice(attr.allocated, attr.request, allocated)
-            origin = snapshot_jobs.get(job.uid)
-            hit = kept.get(job.uid)
-            if hit is not None and hit[0] is origin and hit[1].phase == job.status.phase:
-                figures = hit[1]
-            else:
-                figures = job_figures(job, allocated, sum_pending=use_kept)
-            if use_kept and origin is not None:
-                fresh[job.uid] = (origin, figures)
-            pending_sum = figures.pending_sum
-            if pending_sum is not None and use_kept:
-                if pending_sum is not NO_PENDING:
-                    attr.request.add(pending_sum)
-            else:
-                exact = False
-                pending = job.peek_in(TaskStatus.PENDING)
-                if pending:
-                    add_requests(attr.request, pending.values())
+            add_twice(attr.allocated, attr.request, allocated)
+            figures = job_figures(job, allocated, sum_pending=False)
+            pending = job.peek_in(TaskStatus.PENDING)
+            if pending:
+                add_requests(attr.request, pending.values())
             if figures.inqueue is not None:
                 attr.inqueue.add(figures.inqueue)
             if figures.elastic is not None:
@@ -179,10 +179,6 @@ class ProportionPlugin:
                     elastic.cpu += allocated.cpu
                 if allocated.memory > 0:
                     elastic.memory += allocated.memory
-        if store is not None:
-            store[NAME] = fresh
-            if not exact or not all(_exact_sum(a.request) for a in attrs.values()):
-                return None
         return attrs
 
     @staticmethod
@@ -363,99 +359,6 @@ class ProportionPlugin:
 
 
 SIM_STATE_KEY = "proportion"
-
-
-@dataclass(slots=True, frozen=True)
-class JobFigures:
-    """What proportion's open adds for one job besides its allocated sum, derived from the job
-    (its phase, tasks and minResources) and kept while the snapshot holds the same JobInfo.
-
-    `pending_sum`: the pending tasks' requests summed (`NO_PENDING`: there are none; None when
-    some request is not a non-negative integer: then they are added task by task); `inqueue`:
-    what the job reserves in its queue (None: nothing added); `elastic`: elastic_resources
-    (None: the cpu/memory shortcut for a job without minResources and scalars).
-    """
-
-    phase: str
-    pending_sum: Resource | None
-    inqueue: Resource | None
-    elastic: Resource | None
-
-
-def job_figures(job: JobInfo, allocated: Resource, *, sum_pending: bool) -> JobFigures:
-    """A job's `JobFigures`, as proportion's open derives them (`pending_sum` only if asked)."""
-    pending = job.peek_in(TaskStatus.PENDING)
-    pending_sum: Resource | None = Resource()
-    if not sum_pending or not _exact_request(allocated):
-        pending_sum = None  # the queue's request sum holds a non-integer: add task by task
-    for t in pending.values() if pending_sum is not None else ():
-        if not _exact_request(t.resreq):
-            pending_sum = None
-            break
-    if pending_sum is not None:
-        if not pending:
-            pending_sum = NO_PENDING
-        else:
-            add_requests(pending_sum, pending.values())
-            if not _exact_sum(pending_sum):
-                pending_sum = None
-    inqueue: Resource | None = None
-    elastic: Resource | None = None
-    if job.min_resources is not None:
-        phase = job.status.phase
-        if phase == PHASE_INQUEUE or (
-            phase == PHASE_RUNNING and allocated_task_num(job) >= job.min_available
-        ):
-            inqueue = deduct_sch_gated(job, inqueue_resource(job, allocated))
-        elastic = elastic_resources(job)
-    elif allocated.scalars:
-        elastic = elastic_resources(job)
-    return JobFigures(job.status.phase, pending_sum, inqueue, elastic)
-
-
-EXACT_LIMIT = float(2**53)
-# `JobFigures.pending_sum` of a job without pending tasks (nothing to add; never changed).
-NO_PENDING = Resource()
-
-
-def _exact_request(r: Resource) -> bool:
-    """Every dimension a non-negative integer-valued float (sums of such are exact below 2**53)."""
-    if not (r.cpu >= 0 and float(r.cpu).is_integer() and r.memory >= 0 and float(r.memory).is_integer()):
-        return False
-    return all(v >= 0 and float(v).is_integer() for v in r.scalars.values())
-
-
-def _exact_sum(r: Resource) -> bool:
-    """Every dimension of a sum of exact requests still below 2**53 (so each addition was exact)."""
-    return r.cpu < EXACT_LIMIT and r.memory < EXACT_LIMIT and all(v < EXACT_LIMIT for v in r.scalars.values())
-
-
-def _add_twice(a: Resource, b: Resource, r: Resource) -> None:
-    """`a.add(r)` then `b.add(r)` (the same additions, in one call)."""
-    cpu, memory, scalars = r.cpu, r.memory, r.scalars
-    a.cpu += cpu
-    a.memory += memory
-    b.cpu += cpu
-    b.memory += memory
-    if scalars:
-        sa, sb = a.scalars, b.scalars
-        for n, v in scalars.items():
-            sa[n] = sa.get(n, 0) + v
-        for n, v in scalars.items():
-            sb[n] = sb.get(n, 0) + v
-
-
-def add_requests(total: Resource, tasks: Iterable[TaskInfo]) -> None:
-    """`total.add(t.resreq)` for each task in turn (the same additions, without a call each)."""
-    cpu, memory, scalars = total.cpu, total.memory, total.scalars
-    for t in tasks:
-        r = t.resreq
-        cpu += r.cpu
-        memory += r.memory
-        if r.scalars:
-            for n, v in r.scalars.items():
-                scalars[n] = scalars.get(n, 0) + v
-    total.cpu, total.memory = cpu, memory
 
 
 class ProportionSimState:

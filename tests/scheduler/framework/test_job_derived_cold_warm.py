@@ -1,8 +1,9 @@
-"""Property: proportion's per-job figures kept across sessions (`NodeDerived(keep_jobs=True)`,
-plugins/proportion.py `JobFigures`) never change a decision nor a queue figure.
+"""Property: proportion's queue sums kept across sessions (`NodeDerived(keep_jobs=True)`,
+plugins/proportion_sums.py) never change a decision nor a queue figure.
 
 Two copies of one random cluster live through the same sessions and changes (pods bound, evicted
-and finishing, PodGroup statuses written back, new jobs, some with requests that are not integers):
+and finishing, PodGroup statuses written back, new jobs, some with requests that are not integers,
+some with extended resources or minResources, jobs deleted):
 one keeps per-job figures from session to session (warm), the other derives them afresh (cold).
 The warm copy follows the cache's contract as the daemon's freeze does: a job changed between
 sessions is replaced by a new JobInfo object (here a clone made after the change), an unchanged
@@ -64,6 +65,35 @@ def fractional_job(snap: ClusterSnapshot, step: int, pick: int) -> None:
     snap.jobs.update(part.jobs)
 
 
+def scalar_job(snap: ClusterSnapshot, step: int, pick: int, names: int) -> None:
+    """A new job whose pods ask for `names` extended resources (some at 0) and whose PodGroup
+    has minResources: scalar names enter (and, once the job leaves, leave) the queue sums."""
+    objs = _job(300 + step, random.Random(pick), None)
+    for o in objs:
+        if o["kind"] == "PodGroup":
+            o["spec"]["minResources"] = {"cpu": "1", "example.com/a": "1"}
+        else:
+            requests = o["spec"]["containers"][0]["resources"]["requests"]
+            for k in range(names):
+                requests[f"example.com/{'ab'[k]}"] = str((pick + k) % 2)
+    part = build_snapshot([("gen.yaml", i, o) for i, o in enumerate(objs)])
+    snap.jobs.update(part.jobs)
+
+
+def delete_job(snap: ClusterSnapshot, pick: int) -> None:
+    """A job (PodGroup and pods) is deleted: its pods leave their nodes."""
+    if not snap.jobs:
+        return
+    uid = sorted(snap.jobs)[pick % len(snap.jobs)]
+    job = snap.jobs.pop(uid)
+    for t in job.peek_tasks().values():
+        if t.node_name:
+            for i, n in enumerate(snap.nodes):
+                if n.name == t.node_name and t.uid in n.peek_tasks():
+                    snap.nodes[i] = n.clone()
+                    snap.nodes[i].remove_task(snap.nodes[i].tasks[t.uid])
+
+
 def exact(figures: dict[str, dict[str, Any]]) -> dict[str, Any]:
     """The queue figures with every Resource as its exact numbers (scalar keys included)."""
     return {
@@ -76,9 +106,9 @@ def exact(figures: dict[str, dict[str, Any]]) -> dict[str, Any]:
 @given(
     st.integers(0, 10_000),
     st.integers(2, 6),
-    st.lists(st.tuples(st.integers(0, 6), st.integers(0, 50)), min_size=1, max_size=8),
+    st.lists(st.tuples(st.integers(0, 9), st.integers(0, 50)), min_size=1, max_size=8),
 )
-def test_kept_job_figures_decide_as_cold(seed: int, n_nodes: int, changes: list[tuple[int, int]]) -> None:
+def test_kept_queue_sums_decide_as_cold(seed: int, n_nodes: int, changes: list[tuple[int, int]]) -> None:
     objs = [("gen.yaml", i, o) for i, o in enumerate(cluster(seed, n_nodes))]
     warm, cold = build_snapshot(objs), build_snapshot(objs)
     warm.derived = NodeDerived(keep_jobs=True)
@@ -88,6 +118,10 @@ def test_kept_job_figures_decide_as_cold(seed: int, n_nodes: int, changes: list[
         for name, snap in (("warm", warm), ("cold", cold)):
             if kind == 6:
                 fractional_job(snap, step, pick)
+            elif kind in (7, 8):
+                scalar_job(snap, step, pick, kind - 6)
+            elif kind == 9:
+                delete_job(snap, pick)
             else:
                 change(snap, kind, pick, step, removed[name])
             snap.now = 100.0 + step
@@ -100,6 +134,7 @@ def test_kept_job_figures_decide_as_cold(seed: int, n_nodes: int, changes: list[
         fold(warm, a)
         fold(cold, b)
         replace_changed(warm, before)
-        # Bounded: one entry per job of the last session.
+        # Bounded: one entry per job of the last session (none once the sums were made cold).
         assert warm.derived.jobs is not None
-        assert set(warm.derived.jobs[PROPORTION]) <= set(warm.jobs)
+        kept = warm.derived.jobs.get(PROPORTION)
+        assert kept is None or set(kept.jobs) <= set(warm.jobs)
