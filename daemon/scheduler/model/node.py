@@ -100,6 +100,12 @@ class NodeInfo:
         session's use of the node (an unmaterialised clone hands out the original's, equal in value)."""
         return self._tasks
 
+    def frozen_tasks(self) -> Mapping[str, TaskInfo] | None:
+        """The task dict while this copy-on-write copy still shares the original's (which nothing
+        changes while the copy is in use: a reader may keep it for the session), else None."""
+        tasks = self._tasks
+        return tasks if tasks is self._src else None
+
     def _own_dict(self) -> dict[str, TaskInfo]:
         """The task dict to change: a shallow copy of the original's while it is still shared."""
         tasks = self._tasks

@@ -225,11 +225,22 @@ class NodeMirror:
         self.any_unschedulable = static.any_unschedulable
         self.taint_gid: IntArray = static.taint_gid
         self.taint_sets: list[tuple[Taint, ...]] = static.taint_sets
-        # Rows without pods share one empty dict until `add` gives them their own.
-        self.pods: list[dict[str, TaskInfo]] = [_NO_PODS] * n
+        # A row reads its node's task dict while that is still the snapshot's, which nothing
+        # changes during the session (`NodeInfo.frozen_tasks`; rows without pods share one empty
+        # dict), until `add` or `remove` gives the row its own copy (`_own_rows`): opening a
+        # session's mirror costs no per-pod work.  A node with its own dict is copied now.
+        self.pods: list[Mapping[str, TaskInfo]] = [_NO_PODS] * n
+        self._own_rows: set[int] = set()
         for row in kept.occupied:
-            self.pods[row] = dict(nodes[row].peek_tasks())
-        self.row_of: dict[str, int] = {}
+            node = nodes[row]
+            frozen = node.frozen_tasks()
+            if frozen is None:
+                self.pods[row] = dict(node.peek_tasks())
+                self._own_rows.add(row)
+            else:
+                self.pods[row] = frozen
+        # Pod uid -> row, built at first use (`rows_of`) and then kept in step by add/remove.
+        self._row_of: dict[str, int] | None = None
         self.affinity_of: dict[str, PodAffinity] = {}
         self.ports_of: dict[str, tuple[PortTriple, ...]] = {}
         self.ports: dict[int, UsedPorts] = {}
@@ -252,9 +263,7 @@ class NodeMirror:
         self._row_index = _AnchorIndex()
         affinity_rows = np.zeros(n, dtype=np.bool_)
         anti_rows = np.zeros(n, dtype=np.bool_)
-        row_of = self.row_of
-        for row in kept.occupied:
-            row_of.update(dict.fromkeys(self.pods[row], row))
+        affinity_at: list[tuple[int, PodAffinity]] = []
         # Rows holding a pod with host ports or pod (anti-)affinity register those pods one by one.
         for row in kept.special:
             for uid, t in self.pods[row].items():
@@ -267,6 +276,7 @@ class NodeMirror:
                 pa = self.pod_affinity(t.namespace, pod)
                 if pa.with_affinity:
                     self.affinity_of[uid] = pa
+                    affinity_at.append((row, pa))
                     affinity_rows[row] = True
                     anti_rows[row] |= pa.with_required_anti
         self.count, self.req_cpu, self.req_memory, self.req_gpu, self.nz_cpu, self.nz_memory = (
@@ -275,8 +285,27 @@ class NodeMirror:
         # HavePodsWithAffinityList / HavePodsWithRequiredAntiAffinityList, frozen at session open.
         self.affinity_rows_at_open: BoolArray = affinity_rows
         self.anti_rows_at_open: BoolArray = anti_rows
-        for uid, pa in self.affinity_of.items():
-            self._count_terms(self.row_of[uid], pa, 1)
+        for row, pa in affinity_at:
+            self._count_terms(row, pa, 1)
+
+    def rows_of(self) -> dict[str, int]:
+        """Pod uid -> row of every pod in the mirror (built at first use, then kept in step)."""
+        row_of = self._row_of
+        if row_of is None:
+            row_of = self._row_of = {}
+            for row, pods in enumerate(self.pods):
+                if pods:
+                    row_of.update(dict.fromkeys(pods, row))
+        return row_of
+
+    def _own(self, row: int) -> dict[str, TaskInfo]:
+        """The row's pods as a dict of its own (copied from the node's at the first change)."""
+        pods = self.pods[row]
+        if row not in self._own_rows:
+            pods = self.pods[row] = dict(pods)
+            self._own_rows.add(row)
+        assert isinstance(pods, dict)
+        return pods
 
     # ----------------------------------------------------------------- pods
     def pod_affinity(self, namespace: str, pod: PodFacts) -> PodAffinity:
@@ -293,13 +322,11 @@ class NodeMirror:
     def add(self, task: TaskInfo, row: int) -> None:
         """NodeInfo.AddPodInfo (a pod already on the node is left as it is)."""
         uid = task.uid
-        pods = self.pods[row]
-        if uid in pods:
+        if uid in self.pods[row]:
             return
-        if pods is _NO_PODS:
-            pods = self.pods[row] = {}
-        pods[uid] = task
-        self.row_of[uid] = row
+        self._own(row)[uid] = task
+        if self._row_of is not None:
+            self._row_of[uid] = row
         self._account(row, task, 1)
         pod = task.pod
         if pod.host_ports:
@@ -316,11 +343,12 @@ class NodeMirror:
 
     def remove(self, task: TaskInfo, row: int) -> None:
         """NodeInfo.RemovePod: unknown pods are ignored (Kubernetes returns an error)."""
-        held = self.pods[row].pop(task.uid, None)
-        if held is None:
+        if task.uid not in self.pods[row]:
             return
+        held = self._own(row).pop(task.uid)
         uid = held.uid
-        self.row_of.pop(uid, None)
+        if self._row_of is not None:
+            self._row_of.pop(uid, None)
         self._account(row, held, -1)
         ports = self.ports_of.pop(uid, None)
         if ports:
@@ -462,7 +490,7 @@ class NodeMirror:
         return self._by_ns, self._by_label
 
     def _task(self, uid: str) -> TaskInfo:
-        return self.pods[self.row_of[uid]][uid]
+        return self.pods[self.rows_of()[uid]][uid]
 
     def candidates(self, term: AffinityTerm) -> list[TaskInfo]:
         """Pods on any node that match an incoming (namespace-merged) term."""
@@ -493,9 +521,10 @@ class NodeMirror:
             return counts
         counts = {}
         rest = key[1:]
+        row_of = self.rows_of()
         for t in self.candidates(key[0]):
             if all(r.matches(t.namespace, t.pod.labels, None) for r in rest):
-                row = self.row_of[t.uid]
+                row = row_of[t.uid]
                 for term in key:
                     pair = self.topology_pair(row, term.topology_key)
                     if pair is not None:
@@ -514,7 +543,8 @@ class NodeMirror:
         if counts is not None:
             self._row_watches.move_to_end(term)
             return counts
-        rows = [self.row_of[t.uid] for t in self.candidates(term) if not t.pod.deleting]
+        row_of = self.rows_of()
+        rows = [row_of[t.uid] for t in self.candidates(term) if not t.pod.deleting]
         counts = np.bincount(np.asarray(rows, dtype=np.int64), minlength=self.n).astype(np.int64)
         self._row_watches[term] = counts
         self._row_index.add(term, _anchors(term))
