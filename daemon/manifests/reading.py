@@ -13,7 +13,7 @@ import yaml
 from daemon.manifests import yaml_loader
 from daemon.manifests.errors import ManifestError
 from daemon.manifests.fields import Obj, type_name
-from daemon.manifests.yaml_split import PARALLEL_MIN_BYTES, SplitLoad, split_offset
+from daemon.manifests.yaml_split import PARALLEL_MIN_BYTES, SplitLoad, spare_core, split_offset
 
 _MANIFEST_SUFFIXES = (".yaml", ".yml", ".json")
 
@@ -77,7 +77,8 @@ class PendingLoad:
 def start_loading(path: str | Path, *, parallel_min_bytes: int = PARALLEL_MIN_BYTES) -> PendingLoad:
     """`load_objects(path)`, begun now and finished by `result()`: a YAML file of at least
     `parallel_min_bytes` is split at a document boundary and its second part parsed in a forked
-    child meanwhile (for a command that is a process of its own, without threads).  Raises
+    child meanwhile (for a command that is a process of its own, without threads; only when the
+    process may run on more than one CPU).  Raises
     nothing: a file that cannot be read or split is left to `result()`, which reports as
     `load_objects` does."""
     p = Path(path)
@@ -87,7 +88,7 @@ def start_loading(path: str | Path, *, parallel_min_bytes: int = PARALLEL_MIN_BY
         text = p.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError):
         return PendingLoad(path)
-    offset = split_offset(text)
+    offset = split_offset(text) if spare_core() else None
     if offset is None:
         return PendingLoad(path)
     return PendingLoad(path, SplitLoad(text, offset), text)

@@ -29,7 +29,7 @@ from typing import Any
 
 from daemon.manifests.yaml_loader import load_all
 
-__all__ = ["PARALLEL_MIN_BYTES", "SplitLoad", "split_offset"]
+__all__ = ["PARALLEL_MIN_BYTES", "SplitLoad", "spare_core", "split_offset"]
 
 PARALLEL_MIN_BYTES = 1 << 20
 """Below this, a process start and the hand-off cost more than half a parse saves."""
@@ -38,6 +38,11 @@ CHILD_SHARE = 0.55
 """The child's share of the text: the parent also imports the scheduler and unpickles the child's part."""
 
 _OTHER_BREAKS = ("\x85", "\u2028", "\u2029")
+
+
+def spare_core() -> bool:
+    """Whether this process may run on more than one CPU (else a child only adds its hand-off)."""
+    return len(os.sched_getaffinity(0)) > 1 if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1) > 1
 
 
 def split_offset(text: str, child_share: float = CHILD_SHARE) -> int | None:
