@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import pickle
 import signal
 from typing import Any
 
@@ -81,9 +82,6 @@ class SplitLoad:
     needed; `cancel()` stops the child when they no longer are."""
 
     def __init__(self, text: str, offset: int) -> None:
-        import pickle  # here, not at the top: a command that never splits need not import it
-
-        self._loads = pickle.loads
         self._first = text[:offset]
         read_end, write_end = os.pipe()
         pid = os.fork()
@@ -124,7 +122,7 @@ class SplitLoad:
         payload = b"".join(chunks)
         if payload[:1] != b"\x01":
             return None
-        second: list[Any] = self._loads(memoryview(payload)[1:])
+        second: list[Any] = pickle.loads(memoryview(payload)[1:])
         return second
 
     def _reap(self) -> bool:
@@ -141,8 +139,6 @@ class SplitLoad:
 
 
 def _child(text: str, write_end: int) -> None:  # pragma: no cover - runs in the forked child
-    import pickle
-
     code = 0
     try:
         try:
