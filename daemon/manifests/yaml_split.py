@@ -99,6 +99,9 @@ class SplitLoad:
         except Exception:
             self.cancel()
             return None
+        except BaseException:  # an interrupt: no child left behind
+            self.cancel()
+            raise
         second = self._collect()
         return None if second is None else first + second
 
