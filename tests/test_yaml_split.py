@@ -59,9 +59,11 @@ def every_split(text: str) -> list[int]:
     return sorted({o for share in range(1, 100) if (o := split_offset(text, share / 100)) is not None})
 
 
-def dump(docs: object) -> bytes:
-    """The documents' exact shape: types, values, order, and which objects are shared."""
-    return pickle.dumps(docs, protocol=pickle.HIGHEST_PROTOCOL)
+def dump(docs: list[object] | None) -> list[bytes]:
+    """Each document's exact shape: types, values, and which of its objects are shared (aliases;
+    equal strings are one object within a document, interned, but may be two across the halves)."""
+    assert docs is not None
+    return [pickle.dumps(d, protocol=pickle.HIGHEST_PROTOCOL) for d in docs]
 
 
 @pytest.mark.parametrize("text", TRICKY)
