@@ -127,8 +127,8 @@ def cmd_schedule(args: argparse.Namespace) -> int:
     with collector_paused():
         rc = _schedule(args)
     # The process ends next (the output is written): the cyclic collector's last pass at
-    # interpreter exit would walk and free the sessions' millions of objects (~0.05 s of a 1.4 s
-    # run on issue 11's cluster) for nothing.  Frozen objects are left to the exit as they are;
+    # interpreter exit would walk and free the sessions' millions of objects (0.02-0.05 s of a
+    # 1.4 s run on issue 11's cluster) for nothing.  Frozen objects are left to the exit as they are;
     # an in-process caller only keeps this call's reference cycles until it ends.
     gc.freeze()
     return rc

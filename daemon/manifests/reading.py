@@ -78,9 +78,8 @@ def start_loading(path: str | Path, *, parallel_min_bytes: int = PARALLEL_MIN_BY
     """`load_objects(path)`, begun now and finished by `result()`: a YAML file of at least
     `parallel_min_bytes` is split at a document boundary and its second part parsed in a forked
     child meanwhile (for a command that is a process of its own, without threads; only when the
-    process may run on more than one CPU).  Raises
-    nothing: a file that cannot be read or split is left to `result()`, which reports as
-    `load_objects` does."""
+    process may run on more than one CPU).  Raises nothing: a file that cannot be read or split
+    is left to `result()`, which reports as `load_objects` does."""
     p = Path(path)
     try:
         if p.suffix not in (".yaml", ".yml") or not p.is_file() or p.stat().st_size < parallel_min_bytes:
