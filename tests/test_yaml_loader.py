@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -138,6 +139,15 @@ def test_documents_equal_safe_loader(text: str) -> None:
             assert a["top"]["self"] is a["top"]
         else:
             assert same(a, b)
+
+
+def test_equal_strings_are_one_object() -> None:
+    # Interned: the snapshot build's look-ups and the YAML split's pickle rely on it for speed.
+    a, b = load_all("kind: Pod\nmetadata: {name: p, labels: {app: x}}\n---\nkind: Pod\nlist: [x, kind]\n")
+    assert a["kind"] is b["kind"] is sys.intern("Pod")
+    assert next(iter(a)) is next(iter(b)) is sys.intern("kind")
+    assert a["metadata"]["labels"]["app"] is b["list"][0]
+    assert b["list"][1] is next(iter(b))
 
 
 def test_aliases_give_the_same_object() -> None:

@@ -12,12 +12,13 @@ and stops them all and exits 1 when one dies on its own.
 from __future__ import annotations
 
 import argparse
-import socket
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from daemon.cli.exits import EXIT_BAD_INPUT, EXIT_OK, InputError, bad_input
-from daemon.runtime.listen import ListenError, bind_error, bind_listen
+
+if TYPE_CHECKING:  # socket and the listener are imported where used: other commands need neither
+    import socket
 
 __all__ = ["add_parser", "cmd_serve"]
 
@@ -101,6 +102,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
         return bad_input(str(e))
     if args.workers > 1 and not args.worker_of:
         return _supervise(args.db, host, port, args.workers, jaeger_url)
+    from daemon.runtime.listen import ListenError, bind_listen
+
     sock = None
     if not args.worker_of:  # a worker listens with SO_REUSEPORT on the supervisor's port instead
         try:
@@ -194,6 +197,8 @@ async def _watch_parent(parent: int, scope: Any, poll: float = 1.0) -> None:
 def _reserve_port(host: str, port: int) -> Any:
     """A bound (not listening) SO_REUSEPORT socket on host:port: it chooses the port when `port` is 0
     and keeps it ours until the workers listen on it with SO_REUSEPORT as well."""
+    import socket
+
     family, kind, proto, _, addr = socket.getaddrinfo(
         host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
     )[0]
@@ -229,6 +234,7 @@ def _supervise(db: str, host: str, port: int, workers: int, jaeger_url: str) -> 
     import subprocess
     import time
 
+    from daemon.runtime.listen import bind_error
     from store.backend import describe_db
 
     try:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +13,7 @@ import yaml
 from daemon.manifests import yaml_loader
 from daemon.manifests.errors import ManifestError
 from daemon.manifests.fields import Obj, type_name
+from daemon.manifests.yaml_split import PARALLEL_MIN_BYTES, SplitLoad, spare_core, split_offset
 
 _MANIFEST_SUFFIXES = (".yaml", ".yml", ".json")
 
@@ -43,11 +44,60 @@ def load_objects(path: str | Path) -> list[tuple[str, int, Obj]]:
     out: list[tuple[str, int, Obj]] = []
     for f in files:
         name = str(f)
-        for index, doc in _read_documents(f, name):
-            if doc is None:
-                continue
-            out.extend((name, index, o) for o in flatten(name, index, doc))
+        out.extend(_objects(name, _read_documents(f, name)))
     return out
+
+
+class PendingLoad:
+    """`load_objects(path)`, begun: `result()` gives its objects (or raises its errors), `cancel()`
+    drops it.  A large multi-document YAML file has its second part parsed by a child process
+    meanwhile (daemon/manifests/yaml_split.py); anything else is read when `result()` is called."""
+
+    def __init__(self, path: str | Path, split: SplitLoad | None = None, text: str = "") -> None:
+        self._path = path
+        self._split = split
+        self._text = text
+
+    def result(self) -> list[tuple[str, int, Obj]]:
+        split, self._split = self._split, None
+        if split is None:
+            return load_objects(self._path)
+        name = str(Path(self._path))
+        docs = split.documents()
+        if docs is None:  # a part failed: one parser over the whole text decides (and words the error)
+            return list(_objects(name, _yaml_documents(self._text, name)))
+        return list(_objects(name, enumerate(docs)))
+
+    def cancel(self) -> None:
+        if self._split is not None:
+            self._split.cancel()
+            self._split = None
+
+
+def start_loading(path: str | Path, *, parallel_min_bytes: int = PARALLEL_MIN_BYTES) -> PendingLoad:
+    """`load_objects(path)`, begun now and finished by `result()`: a YAML file of at least
+    `parallel_min_bytes` is split at a document boundary and its second part parsed in a forked
+    child meanwhile (for a command that is a process of its own, without threads; only when the
+    process may run on more than one CPU).  Raises nothing: a file that cannot be read or split
+    is left to `result()`, which reports as `load_objects` does."""
+    p = Path(path)
+    try:
+        if p.suffix not in (".yaml", ".yml") or not p.is_file() or p.stat().st_size < parallel_min_bytes:
+            return PendingLoad(path)
+        text = p.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return PendingLoad(path)
+    offset = split_offset(text) if spare_core() else None
+    if offset is None:
+        return PendingLoad(path)
+    return PendingLoad(path, SplitLoad(text, offset), text)
+
+
+def _objects(name: str, documents: Iterable[tuple[int, Any]]) -> Iterator[tuple[str, int, Obj]]:
+    for index, doc in documents:
+        if doc is None:
+            continue
+        yield from ((name, index, o) for o in flatten(name, index, doc))
 
 
 def _read_documents(f: Path, name: str) -> Iterator[tuple[int, Any]]:
@@ -58,6 +108,10 @@ def _read_documents(f: Path, name: str) -> Iterator[tuple[int, Any]]:
     if f.suffix == ".json":
         yield 0, _decode_json(text, name) if text.strip() else None
         return
+    yield from _yaml_documents(text, name)
+
+
+def _yaml_documents(text: str, name: str) -> Iterator[tuple[int, Any]]:
     count = 0
     try:
         for doc in yaml_loader.load_all(text):

@@ -116,3 +116,21 @@ def test_timings_go_to_stderr_and_leave_the_output_alone() -> None:
     phases = lines[0]["timings"]
     assert list(phases) == ["imports_and_conf", "load", "build", "sessions", "output"]
     assert all(set(v) == {"wall", "cpu"} and v["wall"] >= 0 for v in phases.values())
+
+
+def test_numpy_is_asked_for_one_blas_thread() -> None:
+    # OpenBLAS's idle worker threads spin for ~0.1 CPU s after numpy's import; the command asks for
+    # one thread before the scheduler imports numpy (a value in the environment is kept).
+    probe = (
+        "import io, os, sys, contextlib\n"
+        "from daemon.cli.main import main\n"
+        "with contextlib.redirect_stdout(io.StringIO()):\n"
+        f"    rc = main(['schedule', '--cluster', {str(EXAMPLE_CLUSTER)!r}, '--now', 'manifests'])\n"
+        "print(rc, 'numpy' in sys.modules, os.environ.get('OPENBLAS_NUM_THREADS'))\n"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_NUM_THREADS"}
+    p = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, env=env, timeout=120)
+    assert p.stdout.split() == ["0", "True", "1"], p.stderr
+    env["OPENBLAS_NUM_THREADS"] = "2"
+    p = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, env=env, timeout=120)
+    assert p.stdout.split() == ["0", "True", "2"], p.stderr

@@ -1,0 +1,156 @@
+"""One large multi-document YAML text parsed in two processes: split at a document boundary, the
+second part in a forked child, the documents handed back pickled, in order.
+
+Only `fumarole schedule` (a process of its own, no threads) uses this, for a file of at least
+`PARALLEL_MIN_BYTES`: PyYAML's C parser takes ~0.35 s on issue 11's 3.9 MB cluster, and the
+machine has cores to spare while the command imports the scheduler and parses its configuration.
+
+Where the split is exact.  A `---` at column 0 followed by a blank, a line break or the end is
+always a document-start token for PyYAML's scanner and libyaml's (in the middle of a plain
+scalar it ends the scalar, in a block scalar it is below the minimum indentation of 1, in a
+quoted scalar or a flow collection it is an error): every token before it is the same as if
+the text ended there, where the stream-end token closes the last document as the document-start
+token does.  Directives belong to the next document only (both parsers reset them at each
+explicit document start), so a split is refused where a `%` directive line may precede the
+`---` (the line before it is blank, a comment or a directive: only a content line or a `...`
+before it is accepted), and anchors are per document.  Texts with line breaks other than `\\n`
+and `\\r\\n` (a lone `\\r`, NEL, LS, PS) are not split.  Either part failing in any way (a syntax
+error, a constructor's error, the child dying) makes the caller parse the whole text in one
+parser, so errors keep their document index, line and column exactly.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import pickle
+import signal
+from typing import Any
+
+from daemon.manifests.yaml_loader import load_all
+
+__all__ = ["PARALLEL_MIN_BYTES", "SplitLoad", "spare_core", "split_offset"]
+
+PARALLEL_MIN_BYTES = 1 << 20
+"""Below this, a process start and the hand-off cost more than half a parse saves."""
+
+CHILD_SHARE = 0.55
+"""The child's share of the text: the parent also imports the scheduler and unpickles the child's part."""
+
+_OTHER_BREAKS = ("\x85", "\u2028", "\u2029")
+
+
+def spare_core() -> bool:
+    """Whether this process may run on more than one CPU (else a child only adds its hand-off)."""
+    return len(os.sched_getaffinity(0)) > 1 if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1) > 1
+
+
+def split_offset(text: str, child_share: float = CHILD_SHARE) -> int | None:
+    """The offset of a `---` line where `text` splits into two streams whose documents, in order, are
+    the whole text's (see the module docstring), nearest after the point leaving `child_share`
+    of the text to the second part (else nearest before it); None when there is none."""
+    if any(b in text for b in _OTHER_BREAKS) or text.count("\r") != text.count("\r\n"):
+        return None
+    target = max(1, int(len(text) * (1.0 - child_share)))
+    at = text.find("\n---", target - 1)
+    while at != -1:
+        if _is_boundary(text, at + 1):
+            return at + 1
+        at = text.find("\n---", at + 4)
+    at = text.rfind("\n---", 0, target)
+    while at != -1:
+        if _is_boundary(text, at + 1):
+            return at + 1
+        at = text.rfind("\n---", 0, at)
+    return None
+
+
+def _is_boundary(text: str, start: int) -> bool:
+    """`text[start:]` begins with a document-start marker line preceded by a content line or `...`."""
+    after = text[start + 3 : start + 4]
+    if after not in ("", " ", "\t", "\n", "\r"):
+        return False
+    line_start = text.rfind("\n", 0, start - 1) + 1
+    previous = text[line_start : start - 1].rstrip("\r")
+    return bool(previous.strip()) and previous[0] != "%" and not previous.lstrip().startswith("#")
+
+
+class SplitLoad:
+    """`list(load_all(text))` with `text[offset:]` parsed in a forked child meanwhile.
+
+    Construct it early (the child starts at once), call `documents()` when the documents are
+    needed; `cancel()` stops the child when they no longer are."""
+
+    def __init__(self, text: str, offset: int) -> None:
+        self._first = text[:offset]
+        read_end, write_end = os.pipe()
+        pid = os.fork()
+        if pid == 0:  # the child: parse, pickle, write, and leave without the parent's exit handlers
+            os.close(read_end)
+            _child(text[offset:], write_end)
+        os.close(write_end)
+        self._pid: int | None = pid
+        self._read_end = read_end
+
+    def documents(self) -> list[Any] | None:
+        """Every document in order, or None when either part failed (parse the whole text then)."""
+        try:
+            first = list(load_all(self._first))
+        except Exception:
+            self.cancel()
+            return None
+        except BaseException:  # an interrupt: no child left behind
+            self.cancel()
+            raise
+        second = self._collect()
+        return None if second is None else first + second
+
+    def cancel(self) -> None:
+        """Stop the child (if still running) and release the pipe."""
+        if self._pid is not None:
+            with contextlib.suppress(ProcessLookupError):  # it may have ended by itself
+                os.kill(self._pid, signal.SIGKILL)
+            self._reap()
+        self._close()
+
+    def _collect(self) -> list[Any] | None:
+        chunks = []
+        with os.fdopen(self._read_end, "rb", closefd=True) as pipe:
+            self._read_end = -1
+            while chunk := pipe.read(1 << 20):
+                chunks.append(chunk)
+        ok = self._reap()
+        if not ok or not chunks:
+            return None
+        payload = b"".join(chunks)
+        if payload[:1] != b"\x01":
+            return None
+        second: list[Any] = pickle.loads(memoryview(payload)[1:])
+        return second
+
+    def _reap(self) -> bool:
+        pid, self._pid = self._pid, None
+        if pid is None:
+            return False
+        _, status = os.waitpid(pid, 0)
+        return os.waitstatus_to_exitcode(status) == 0
+
+    def _close(self) -> None:
+        if self._read_end >= 0:
+            os.close(self._read_end)
+            self._read_end = -1
+
+
+def _child(text: str, write_end: int) -> None:  # pragma: no cover - runs in the forked child
+    code = 0
+    try:
+        try:
+            payload = b"\x01" + pickle.dumps(list(load_all(text)), protocol=pickle.HIGHEST_PROTOCOL)
+        except Exception:  # the parent parses the whole text again and reports the error
+            payload = b"\x00"
+        with os.fdopen(write_end, "wb", closefd=True) as pipe:
+            pipe.write(payload)
+    except BaseException:
+        code = 1
+    finally:
+        os._exit(code)
