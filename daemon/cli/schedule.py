@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import gc
 import json
-import os
 import sys
 import time
 from pathlib import Path
@@ -98,15 +97,6 @@ def _session_now(value: str | None) -> float | None:
         raise InputError(str(e)) from e
 
 
-def _one_blas_thread() -> None:
-    """OpenBLAS (under numpy) starts a worker thread per CPU when numpy is imported, and the idle
-    workers spin for a while: ~0.1 CPU s here, on the core the YAML loader's child would use.  The
-    command makes no matrix product large enough to use them, so numpy (imported after this, by
-    the scheduler) is asked for one thread, unless the environment says otherwise."""
-    if "numpy" not in sys.modules:
-        os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
-
-
 class _Phases:
     """Wall and CPU seconds per phase of the command, for `--timings`."""
 
@@ -136,7 +126,6 @@ def cmd_schedule(args: argparse.Namespace) -> int:
 
 def _schedule(args: argparse.Namespace) -> int:
     phases = _Phases()
-    _one_blas_thread()
     from daemon.manifests.reading import start_loading
 
     if args.cycles < 1:

@@ -119,8 +119,9 @@ def test_timings_go_to_stderr_and_leave_the_output_alone() -> None:
 
 
 def test_numpy_is_asked_for_one_blas_thread() -> None:
-    # OpenBLAS's idle worker threads spin for ~0.1 CPU s after numpy's import; the command asks for
-    # one thread before the scheduler imports numpy (a value in the environment is kept).
+    # OpenBLAS's idle worker threads spin for ~0.1 CPU s after numpy's import, and a wide product
+    # may sum in another order with more threads; importing `daemon` asks for one thread before the
+    # scheduler imports numpy (a value in the environment is kept).
     probe = (
         "import io, os, sys, contextlib\n"
         "from daemon.cli.main import main\n"
