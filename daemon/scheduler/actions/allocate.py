@@ -42,7 +42,9 @@ class Allocate:
         tasks_of: dict[str, PriorityQueue[TaskInfo]] = {}
         enqueue_configured = "enqueue" in ssn.configured_actions
 
-        for job in ssn.jobs.values():  # in uid order (Session.__init__ fills it sorted)
+        # Only jobs with a Pending or Pipelined task at open, or pending themselves, can pass the
+        # filters below (Session.jobs_with_work, in uid order).
+        for job in ssn.jobs_with_work:
             if job.is_pending():
                 if enqueue_configured:
                     continue

@@ -62,7 +62,9 @@ class Backfill:
         queues: PriorityQueue[QueueInfo] = PriorityQueue(ssn.queue_order_fn)
         jobs: dict[str, PriorityQueue[JobInfo]] = {}
         tasks: dict[str, PriorityQueue[TaskInfo]] = {}
-        for job in ssn.jobs.values():  # in uid order (Session.__init__ fills it sorted)
+        # Only jobs with a Pending or Pipelined task at open, or pending themselves, can pass the
+        # filters below (Session.jobs_with_work, in uid order).
+        for job in ssn.jobs_with_work:
             if job.is_pending():
                 continue
             if not job.count(TaskStatus.PENDING) and not job.count(TaskStatus.PIPELINED):

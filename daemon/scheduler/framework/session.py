@@ -115,6 +115,9 @@ class Session(Combinators):
         extra_dims: set[str] = set()
         queues = self.queues
         source = snap.jobs if whole_copy else snapshot.jobs
+        job_queues: dict[str, None] = {}
+        with_work: list[JobInfo] = []
+        pending_s, pipelined_s = TaskStatus.PENDING, TaskStatus.PIPELINED
         for uid in sorted(source):
             job = source[uid]
             if not job.has_pod_group or job.queue not in queues:
@@ -122,10 +125,23 @@ class Session(Combinators):
             if not whole_copy:
                 job = job.cow_clone()
             jobs[uid] = job
+            job_queues[job.queue] = None
+            index = job.peek_index()
+            if whole_copy or index.get(pending_s) or index.get(pipelined_s) or job.is_pending():
+                with_work.append(job)
             dims = job.scalar_dims()
             if dims:
                 extra_dims.update(dims)
         self.jobs = jobs
+        # The queues of the jobs, in the order of each queue's first job (uid order).
+        self.job_queues: list[str] = list(job_queues)
+        # The jobs that had, at open, a task Pending or Pipelined, or were pending themselves
+        # (phase "" or Pending), in uid order: the only jobs enqueue, allocate and backfill can
+        # act on, as no task becomes Pending during a session unless it was Pending (or
+        # Pipelined) at open, and no job becomes pending.  Those actions pass over these instead
+        # of every job of the cluster.  `whole_copy` (the reference the tests compare against)
+        # lists every job.
+        self.jobs_with_work: list[JobInfo] = with_work
         # The snapshot's own jobs (read-only): close compares their PodGroup status with the new one.
         self.snapshot_jobs: Mapping[str, JobInfo] = snapshot.jobs
         self.table = NodeTable(self.node_list, extra_dims, self.derived)
