@@ -230,12 +230,13 @@ def _diff_stats(
 
 def _result(ssn: Session, changed: list[str], explain: bool) -> SessionResult:
     pipelined: dict[str, str] = {}
-    podgroups: dict[str, PodGroupOutcome] = {}
-    for uid, job in ssn.jobs.items():  # in uid order (Session.__init__ fills it sorted)
+    # Every job's status, in uid order (Session.__init__ fills the jobs sorted).
+    podgroups: dict[str, PodGroupOutcome] = {uid: job.status for uid, job in ssn.jobs.items()}
+    # A task is Pipelined at the end only if it was Pending (or Pipelined) at open.
+    for job in ssn.jobs_with_work:  # in uid order
         if job.peek_in(TaskStatus.PIPELINED):
             for t in sorted(job.tasks_in(TaskStatus.PIPELINED), key=lambda t: t.key):
                 pipelined[t.key] = t.node_name
-        podgroups[uid] = job.status
     queues: dict[str, dict[str, Any]] = {}
     for name in ("capacity", "proportion"):
         plugin = ssn.plugins.get(name)
@@ -250,8 +251,9 @@ def _result(ssn: Session, changed: list[str], explain: bool) -> SessionResult:
         for (p, point) in sorted(ssn.stats.calls)
     }
     bind_annotations: dict[str, dict[str, str]] = {}
-    for job in ssn.jobs.values():
-        # A job the session never materialised bound nothing (dispatch changes the job's index).
+    for job in ssn.jobs_with_work:
+        # Only a job with a Pending task at open binds; one the session never materialised bound
+        # nothing (dispatch changes the job's index).
         if not job.materialised:
             continue
         for t in job.tasks.values():
