@@ -6,6 +6,7 @@ from typing import Any
 
 from daemon.scheduler.framework import combinators as cb
 from daemon.scheduler.framework.conf import arg_float
+from daemon.scheduler.framework.kept_sum import KeptSum, exact
 from daemon.scheduler.framework.session import Session
 from daemon.scheduler.model.job import PHASE_INQUEUE, PHASE_RUNNING, JobInfo
 from daemon.scheduler.model.resources import Resource
@@ -41,15 +42,14 @@ class OvercommitPlugin:
         for node in ssn.node_list:
             used.add(node.used)
         self.idle = ssn.total_resource.clone().multi(self.factor).sub(used)
-        self.inqueue = Resource()
-        for uid in sorted(ssn.jobs):
-            job = ssn.jobs[uid]
-            if job.min_resources is None:
-                continue
-            if job.status.phase == PHASE_INQUEUE:
-                self.inqueue.add(deduct_sch_gated(job, job.min_resources))
-            elif job.status.phase == PHASE_RUNNING and allocated_task_num(job) >= job.min_available:
-                self.inqueue.add(deduct_sch_gated(job, inqueue_resource(job, job.allocated)))
+        inqueue = _kept_inqueue(ssn)
+        if inqueue is None:
+            inqueue = Resource()
+            for job in ssn.jobs.values():  # in uid order (Session.__init__ fills it sorted)
+                part = _inqueue_part(job)
+                if part is not None:
+                    inqueue.add(part)
+        self.inqueue = inqueue
 
         def enqueueable(job: JobInfo) -> int:
             if job.min_resources is None:
@@ -73,6 +73,47 @@ class OvercommitPlugin:
 
     def on_session_close(self, ssn: Session) -> None:
         return None
+
+
+def _inqueue_part(job: JobInfo) -> Resource | None:
+    """What an admitted job with minResources reserves (None: nothing): its minResources while
+    Inqueue, what of them its allocated tasks do not cover while Running with enough of them
+    (less the scheduling-gated pending tasks' requests)."""
+    if job.min_resources is None:
+        return None
+    if job.status.phase == PHASE_INQUEUE:
+        return deduct_sch_gated(job, job.min_resources)
+    if job.status.phase == PHASE_RUNNING and allocated_task_num(job) >= job.min_available:
+        return deduct_sch_gated(job, inqueue_resource(job, job.allocated))
+    return None
+
+
+def _kept_inqueue(ssn: Session) -> Resource | None:
+    """The jobs' inqueue sum from the one kept across sessions (framework/kept_sum.py), re-deriving
+    the parts of changed jobs only; None without a store or when it must be summed cold (the store
+    is then dropped)."""
+    store = ssn.kept_jobs
+    if store is None:
+        return None
+    kept = store.get(NAME)
+    if not isinstance(kept, KeptSum):
+        kept = store[NAME] = KeptSum()
+    origins = ssn.snapshot_jobs
+    for uid, job in ssn.jobs.items():
+        origin = origins.get(uid)
+        phase = job.status.phase
+        if origin is not None and kept.holds(uid, origin, phase):
+            continue
+        part = _inqueue_part(job)
+        if origin is None or (part is not None and not exact(part)):
+            del store[NAME]
+            return None
+        kept.put(uid, origin, phase, part)
+    kept.keep_only(ssn.jobs)
+    if not kept.usable():
+        del store[NAME]
+        return None
+    return kept.total.clone()
 
 
 def new(arguments: dict[str, Any]) -> OvercommitPlugin:

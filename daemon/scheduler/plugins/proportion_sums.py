@@ -13,7 +13,7 @@ the snapshot holds another JobInfo object for it (the freeze builds a new one fo
 and shares unchanged ones) or its phase differs, subtracts the old contribution and adds the
 new, and subtracts the jobs that left.
 
-Exactly the cold sums, or not used:
+Exactly the cold sums, or not used (the rules of framework/kept_sum.py, per sum):
 
 * Every contribution must be non-negative integer-valued on every dimension and every total
   below 2**53: then additions and subtractions are exact, so the totals do not depend on the order
@@ -37,6 +37,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
+from daemon.scheduler.framework.kept_sum import add_counted, below_limit, exact
 from daemon.scheduler.model.job import PHASE_INQUEUE, PHASE_RUNNING, JobInfo
 from daemon.scheduler.model.resources import Resource
 from daemon.scheduler.model.task import TaskInfo, TaskStatus
@@ -57,8 +58,6 @@ __all__ = [
     "job_figures",
     "kept_queue_sums",
 ]
-
-EXACT_LIMIT = float(2**53)
 
 
 @dataclass(slots=True, frozen=True)
@@ -128,18 +127,6 @@ def add_requests(total: Resource, tasks: Iterable[TaskInfo]) -> None:
     total.cpu, total.memory = cpu, memory
 
 
-def exact(r: Resource) -> bool:
-    """Every dimension a non-negative integer-valued float (sums of such are exact below 2**53)."""
-    if not (r.cpu >= 0 and float(r.cpu).is_integer() and r.memory >= 0 and float(r.memory).is_integer()):
-        return False
-    return all(v >= 0 and float(v).is_integer() for v in r.scalars.values())
-
-
-def below_limit(r: Resource) -> bool:
-    """Every dimension of a sum of exact figures still below 2**53 (so each addition was exact)."""
-    return r.cpu < EXACT_LIMIT and r.memory < EXACT_LIMIT and all(v < EXACT_LIMIT for v in r.scalars.values())
-
-
 @dataclass(slots=True, frozen=True)
 class JobShare:
     """One job's contribution to its queue's sums, derived from `origin` (the snapshot's JobInfo)
@@ -175,22 +162,6 @@ def job_share(job: JobInfo, origin: JobInfo) -> JobShare | None:
     return JobShare(origin, figures.phase, job.queue, allocated.clone(), pending, inqueue, elastic.clone())
 
 
-def _change(total: Resource, names: dict[str, int], r: Resource, sign: int) -> None:
-    """Add (`sign` 1) or subtract (-1) `r`, counting per scalar name the figures that hold it."""
-    total.cpu += sign * r.cpu
-    total.memory += sign * r.memory
-    if r.scalars:
-        s = total.scalars
-        for n, v in r.scalars.items():
-            left = names.get(n, 0) + sign
-            if left:
-                names[n] = left
-                s[n] = s.get(n, 0) + sign * v
-            else:
-                del names[n]
-                del s[n]
-
-
 @dataclass(slots=True)
 class QueueSums:
     """One queue's four sums, and per sum the number of figures holding each scalar name."""
@@ -204,13 +175,13 @@ class QueueSums:
 
     def change(self, share: JobShare, sign: int) -> None:
         alloc_names, request_names, inqueue_names, elastic_names = self.names
-        _change(self.allocated, alloc_names, share.allocated, sign)
-        _change(self.request, request_names, share.allocated, sign)
+        add_counted(self.allocated, alloc_names, share.allocated, sign)
+        add_counted(self.request, request_names, share.allocated, sign)
         if share.pending.cpu or share.pending.memory or share.pending.scalars:
-            _change(self.request, request_names, share.pending, sign)
+            add_counted(self.request, request_names, share.pending, sign)
         if share.inqueue is not None:
-            _change(self.inqueue, inqueue_names, share.inqueue, sign)
-        _change(self.elastic, elastic_names, share.elastic, sign)
+            add_counted(self.inqueue, inqueue_names, share.inqueue, sign)
+        add_counted(self.elastic, elastic_names, share.elastic, sign)
         self.jobs += sign
 
     def usable(self) -> bool:

@@ -1,5 +1,6 @@
-"""Property: proportion's queue sums kept across sessions (`NodeDerived(keep_jobs=True)`,
-plugins/proportion_sums.py) never change a decision nor a queue figure.
+"""Property: proportion's queue sums and overcommit's inqueue sum kept across sessions
+(`NodeDerived(keep_jobs=True)`, plugins/proportion_sums.py, framework/kept_sum.py) never change a
+decision nor a queue figure, and equal the cold sums.
 
 Two copies of one random cluster live through the same sessions and changes (pods bound, evicted
 and finishing, PodGroup statuses written back, new jobs, some with requests that are not integers,
@@ -27,6 +28,8 @@ from daemon.scheduler.model.node import NodeInfo
 from daemon.scheduler.model.node_derived import NodeDerived
 from daemon.scheduler.model.resources import Resource
 from daemon.scheduler.model.snapshot import ClusterSnapshot
+from daemon.scheduler.plugins.overcommit import NAME as OVERCOMMIT
+from daemon.scheduler.plugins.overcommit import _inqueue_part
 from daemon.scheduler.plugins.proportion import NAME as PROPORTION
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -67,11 +70,13 @@ def fractional_job(snap: ClusterSnapshot, step: int, pick: int) -> None:
 
 def scalar_job(snap: ClusterSnapshot, step: int, pick: int, names: int) -> None:
     """A new job whose pods ask for `names` extended resources (some at 0) and whose PodGroup
-    has minResources: scalar names enter (and, once the job leaves, leave) the queue sums."""
+    has minResources: scalar names enter (and, once the job leaves, leave) the queue sums; with
+    none, the job is admitted and its inqueue reservation enters overcommit's sum."""
     objs = _job(300 + step, random.Random(pick), None)
     for o in objs:
         if o["kind"] == "PodGroup":
-            o["spec"]["minResources"] = {"cpu": "1", "example.com/a": "1"}
+            # Without extended resources the job can be admitted (Inqueue, then Running).
+            o["spec"]["minResources"] = {"cpu": "1", "example.com/a": "1"} if names else {"cpu": "1"}
         else:
             requests = o["spec"]["containers"][0]["resources"]["requests"]
             for k in range(names):
@@ -94,6 +99,22 @@ def delete_job(snap: ClusterSnapshot, pick: int) -> None:
                     snap.nodes[i].remove_task(snap.nodes[i].tasks[t.uid])
 
 
+def _sum(r: Resource) -> tuple[Any, ...]:
+    return (r.cpu, r.memory, list(r.scalars.items()))
+
+
+def cold_inqueue(snap: ClusterSnapshot) -> Resource:
+    """overcommit's inqueue sum as a cold open adds it (the session's jobs, in uid order)."""
+    total = Resource()
+    for uid in sorted(snap.jobs):
+        job = snap.jobs[uid]
+        if job.has_pod_group and job.queue in snap.queues:
+            part = _inqueue_part(job)
+            if part is not None:
+                total.add(part)
+    return total
+
+
 def exact(figures: dict[str, dict[str, Any]]) -> dict[str, Any]:
     """The queue figures with every Resource as its exact numbers (scalar keys included)."""
     return {
@@ -106,7 +127,7 @@ def exact(figures: dict[str, dict[str, Any]]) -> dict[str, Any]:
 @given(
     st.integers(0, 10_000),
     st.integers(2, 6),
-    st.lists(st.tuples(st.integers(0, 9), st.integers(0, 50)), min_size=1, max_size=8),
+    st.lists(st.tuples(st.integers(0, 10), st.integers(0, 50)), min_size=1, max_size=8),
 )
 def test_kept_queue_sums_decide_as_cold(seed: int, n_nodes: int, changes: list[tuple[int, int]]) -> None:
     objs = [("gen.yaml", i, o) for i, o in enumerate(cluster(seed, n_nodes))]
@@ -118,8 +139,8 @@ def test_kept_queue_sums_decide_as_cold(seed: int, n_nodes: int, changes: list[t
         for name, snap in (("warm", warm), ("cold", cold)):
             if kind == 6:
                 fractional_job(snap, step, pick)
-            elif kind in (7, 8):
-                scalar_job(snap, step, pick, kind - 6)
+            elif kind in (7, 8, 10):
+                scalar_job(snap, step, pick, (kind - 6) % 4)
             elif kind == 9:
                 delete_job(snap, pick)
             else:
@@ -130,6 +151,11 @@ def test_kept_queue_sums_decide_as_cold(seed: int, n_nodes: int, changes: list[t
         a, b = run_session(warm, CONF), run_session(cold, CONF)
         assert decisions(a) == decisions(b), (seed, step, kind)
         assert exact(a.queues) == exact(b.queues), (seed, step, kind)
+        # overcommit's kept inqueue sum is the cold one (values and scalar names, in order).
+        assert warm.derived is not None and warm.derived.jobs is not None
+        kept_inqueue = warm.derived.jobs.get(OVERCOMMIT)
+        if kept_inqueue is not None:
+            assert _sum(kept_inqueue.total) == _sum(cold_inqueue(warm)), (seed, step, kind)
         before = {uid: (j, fingerprint(j)) for uid, j in warm.jobs.items()}
         fold(warm, a)
         fold(cold, b)
