@@ -377,7 +377,7 @@ def test_the_guard_catches_a_session_that_writes_to_its_snapshot(monkeypatch: py
     """With the snapshot handed to the session uncopied, the guard (on in these tests) fails."""
     snap = _many_running_one_pending()
     monkeypatch.setattr(
-        ClusterSnapshot, "clone_without_jobs", lambda self: dataclasses.replace(self, jobs={})
+        ClusterSnapshot, "clone_without_jobs", lambda self, nodes=None: dataclasses.replace(self, jobs={})
     )
     monkeypatch.setattr(JobInfo, "cow_clone", lambda self: self)
     with pytest.raises(SnapshotChangedError, match="changed its snapshot"):

@@ -94,7 +94,10 @@ class Session(Combinators):
         # Copy-on-write (ClusterSnapshot.clone): opening costs what the session touches; the
         # snapshot is never written to.  `whole_copy` clones every task now instead (the
         # reference the tests compare against).
-        snap = snapshot.deep_clone() if whole_copy else snapshot.clone_without_jobs()
+        if whole_copy:
+            snap = snapshot.deep_clone()
+        else:
+            snap = snapshot.clone_without_jobs(kept.session_copies(self.derived, snapshot.nodes))
         self.uid = snap.session_id
         self._now = snap.now
         # Whether anything read `now` (a session that never did decides the same at any now).

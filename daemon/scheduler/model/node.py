@@ -201,6 +201,25 @@ class NodeInfo:
         n.on_change = None
         return n
 
+    def is_untouched_copy_of(self, node: NodeInfo) -> bool:
+        """Whether this is a `cow_clone` of `node` that nothing changed since (it still shares the
+        node's tasks and accounting, and no session hook is set): then it is as good as a new
+        `cow_clone` (with `index` reset), and a later session may use it again."""
+        return (
+            self._tasks is node._tasks
+            and self._src is node._tasks
+            and not self._owns_accounting
+            and self.on_change is None
+            and self.idle is node.idle
+            and self.used is node.used
+            and self.releasing is node.releasing
+            and self.pipelined is node.pipelined
+            and self.allocatable is node.allocatable
+            and self.capability is node.capability
+            and self.facts is node.facts
+            and self.name == node.name
+        )
+
     def clone(self) -> NodeInfo:
         """A whole, independent copy (every task cloned now)."""
         n = object.__new__(NodeInfo)

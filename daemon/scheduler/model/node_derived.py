@@ -43,6 +43,8 @@ if TYPE_CHECKING:
 __all__ = ["DerivedView", "NodeDerived"]
 
 TOTAL_KEY = "total_allocatable"
+# A node's slot: the copy-on-write copy the last session used (`NodeDerived.session_copies`).
+SESSION_COPY_KEY = "session_copy"
 
 
 class DerivedView:
@@ -119,6 +121,28 @@ class NodeDerived:
         self._nodes = list(nodes)
         self._slots = slots
         return DerivedView(list(slots), changed, self.whole, self.epoch)
+
+    @staticmethod
+    def session_copies(view: DerivedView, nodes: Sequence[NodeInfo]) -> list[NodeInfo]:
+        """Copy-on-write copies of `nodes` for a session: the copy the session before used when
+        nothing changed it (`NodeInfo.is_untouched_copy_of`; most nodes of a cycle), else a new
+        `cow_clone`, kept for the next session.  A session's copies are its own while it runs:
+        sessions over one cache run one at a time (as for every mutable structure kept here)."""
+        out = []
+        slots = view.slots
+        for row, node in enumerate(nodes):
+            slot = slots[row]
+            copy: NodeInfo | None = slot.get(SESSION_COPY_KEY)
+            if copy is not None and copy.is_untouched_copy_of(node):
+                copy.index = -1
+            else:
+                copy = slot[SESSION_COPY_KEY] = node.cow_clone()
+            out.append(copy)
+        return out
+
+    def kept_copies(self) -> list[NodeInfo | None]:
+        """The session copies kept per row of the last node list (None: none kept)."""
+        return [slot.get(SESSION_COPY_KEY) for slot in self._slots]
 
     def total_allocatable(self, view: DerivedView, nodes: Sequence[NodeInfo]) -> Resource:
         """The sum of the nodes' allocatable, added in node order (a fresh object): the last sum

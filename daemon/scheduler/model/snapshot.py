@@ -43,10 +43,12 @@ class ClusterSnapshot:
         jobs = {uid: j.cow_clone() for uid, j in self.jobs.items()}
         return self._with(nodes, jobs)
 
-    def clone_without_jobs(self) -> ClusterSnapshot:
+    def clone_without_jobs(self, nodes: list[NodeInfo] | None = None) -> ClusterSnapshot:
         """`clone` with no jobs: the session clones the jobs it keeps itself (Session.__init__,
-        one pass that also filters them and gathers their scalar names)."""
-        return self._with([n.cow_clone() for n in self.nodes], {})
+        one pass that also filters them and gathers their scalar names).  `nodes`: the
+        copy-on-write copies of the nodes, if the caller has them (model/node_derived.py keeps
+        untouched ones from the session before)."""
+        return self._with([n.cow_clone() for n in self.nodes] if nodes is None else nodes, {})
 
     def deep_clone(self) -> ClusterSnapshot:
         """A whole copy: every job's and node's tasks cloned now (what `clone` did before it was
