@@ -6,8 +6,9 @@ each pod key its decision events name (`daemon.runtime.cycle._task_index`: the f
 that key, in job then task order).  Recomputed, each is a pass over every task of every job
 (~2 ms a cycle at 2,000 nodes and ~20k tasks).  A freeze hands out the very same JobInfo object
 for a job that did not change (snapshots are read-only: sessions work on clones), so
-`JobTally.update(snapshot)` only re-reads the jobs whose object is new, and keeps, per pod key,
-the jobs that hold it; a lookup then goes straight to them.
+`JobTally.update(snapshot)` only re-reads the jobs whose object is new (when the snapshot has the
+same jobs in the same order as the last one, the objects are compared at C speed, ~0.1 ms for
+2,700 jobs), and keeps, per pod key, the jobs that hold it; a lookup then goes straight to them.
 
 When the caller passes the projection's `generation` and it is the one of the last update, the
 jobs are the same objects (the projection's contract, which `session_memo.py` relies on too) and
@@ -18,6 +19,8 @@ recomputation over random event sequences.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from itertools import compress
+from operator import is_not
 
 from daemon.scheduler.model.job import JobInfo
 from daemon.scheduler.model.snapshot import ClusterSnapshot
@@ -60,6 +63,9 @@ class JobTally:
         self._jobs: dict[str, _Job] = {}
         self._holders: dict[str, list[str]] = {}  # pod key -> uids of the jobs holding it
         self._generation: int | None = None
+        # The uids and JobInfo objects of the last update, in snapshot order.
+        self._uids: list[str] = []
+        self._objs: list[JobInfo] = []
         self.jobs: Mapping[str, JobInfo] | None = None
         """The jobs of the snapshot last updated with (what `lookup` answers about)."""
         self.tasks = 0
@@ -71,6 +77,31 @@ class JobTally:
         if generation is not None and generation == self._generation:
             self.jobs = snapshot.jobs
             return
+        uids = list(snapshot.jobs)
+        objs = list(snapshot.jobs.values())
+        if uids == self._uids:
+            # The same jobs in the same order (the common case): compared object by object at C
+            # speed, and only the replaced ones re-read.
+            self._replace(uids, objs, list(compress(range(len(objs)), map(is_not, objs, self._objs))))
+        else:
+            self._rebuild(snapshot)
+        self._uids, self._objs = uids, objs
+        self.jobs = snapshot.jobs
+        self._generation = generation
+
+    def _replace(self, uids: list[str], objs: list[JobInfo], changed: list[int]) -> None:
+        jobs = self._jobs
+        for i in changed:
+            uid = uids[i]
+            old = jobs[uid]
+            self._forget(uid, old)
+            new = jobs[uid] = _Job(objs[i])
+            self._hold(uid, new)
+            self.tasks += new.tasks - old.tasks
+            self.bound += new.bound - old.bound
+            self.pending += new.pending - old.pending
+
+    def _rebuild(self, snapshot: ClusterSnapshot) -> None:
         known = self._jobs
         kept: dict[str, _Job] = {}
         tasks = bound = pending = seen = 0
@@ -91,8 +122,6 @@ class JobTally:
             for uid in known.keys() - kept.keys():
                 self._forget(uid, known[uid])
         self._jobs = kept
-        self.jobs = snapshot.jobs
-        self._generation = generation
         self.tasks, self.bound, self.pending = tasks, bound, pending
 
     def lookup(self, keys: Iterable[str]) -> dict[str, tuple[TaskInfo, JobInfo]]:
