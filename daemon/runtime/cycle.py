@@ -41,6 +41,7 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 
 from daemon.cache.projection import session_id
+from daemon.runtime.job_tally import JobTally
 from daemon.scheduler.framework.conf import SchedulerConf
 from daemon.scheduler.framework.run import SessionResult, run_session
 from daemon.scheduler.model.job import JobInfo
@@ -142,6 +143,7 @@ def decide(
     tracer_provider: TracerProvider | None = None,
     previous_queues: Mapping[str, QueueFigures] | None = None,
     reuse: SessionResult | None = None,
+    tally: JobTally | None = None,
 ) -> CycleDecisions:
     """Run one session over `snapshot` and return its decision events (see the module notes).
 
@@ -150,14 +152,18 @@ def decide(
     (Projection.explanations()); only changed explanations are emitted.  `previous_queues` are
     the queue figures in force at `watermark` (Projection.queue_figures_in_force()).  `reuse` is a
     result the caller has proved equal to what this session would give (session_memo.py): it is
-    used instead of running the session.
+    used instead of running the session.  `tally` is a JobTally updated with `snapshot`
+    (job_tally.py): the task count and the pod-key lookups are read from it instead of passing
+    over every task of the snapshot.
     """
+    if tally is not None and tally.jobs is not snapshot.jobs:
+        raise ValueError("decide: the tally was not updated with this snapshot")
     t0 = time.perf_counter()
     snap = replace(snapshot, session_id=session_id(cycle))
     result = reuse if reuse is not None else run_session(snap, conf, tracer_provider=tracer_provider)
     duration = time.perf_counter() - t0
     needed = {*result.bind_order, *(ev.task for ev in result.evictions), *result.pipelined, *result.pending}
-    tasks = _task_index(snap, needed)
+    tasks = tally.lookup(needed) if tally is not None else _task_index(snap, needed)
     now_ms = round(snap.now * 1000)
     events: list[CycleEvent] = [
         CycleOpened(cycle=cycle, watermark=watermark, now_ms=now_ms, conf_hash=conf_hash, trace_id=trace_id)
@@ -243,7 +249,7 @@ def decide(
     figures = queue_figures(result.queues)
     if figures and (previous_queues is None or dict(previous_queues) != figures):
         events.append(QueueFiguresRecorded(cycle=cycle, queues=figures, trace_id=trace_id))
-    n_tasks = sum(len(j.tasks) for j in snap.jobs.values())
+    n_tasks = tally.tasks if tally is not None else sum(len(j.tasks) for j in snap.jobs.values())
     events.append(
         CycleClosed(
             cycle=cycle,

@@ -23,12 +23,11 @@ from opentelemetry import trace
 from daemon.runtime.conf_watch import ConfWatcher
 from daemon.runtime.cycle import CycleDecisions, decide, session_id
 from daemon.runtime.heap import HeapSettler
+from daemon.runtime.job_tally import JobTally
 from daemon.runtime.session_memo import SessionMemo
 from daemon.runtime.telemetry import trace_id_hex
-from daemon.scheduler.model.job import JobInfo
 from daemon.scheduler.model.node_derived import NodeDerived
 from daemon.scheduler.model.snapshot import ClusterSnapshot
-from daemon.scheduler.model.task import TaskStatus
 from store.events import BindDecided, EvictDecided, PodGroupStatusChanged
 
 if TYPE_CHECKING:
@@ -39,9 +38,6 @@ if TYPE_CHECKING:
 log = logging.getLogger("fumarole.cycle")
 
 TRACER_NAME = "fumarole.daemon"
-_BOUND = frozenset(
-    {TaskStatus.BOUND, TaskStatus.BINDING, TaskStatus.RUNNING, TaskStatus.ALLOCATED, TaskStatus.RELEASING}
-)
 
 
 @dataclass(slots=True)
@@ -106,7 +102,8 @@ class CycleRunner:
         # (the freeze shares unchanged NodeInfo and JobInfo objects and builds new ones for
         # changed nodes and jobs): daemon/scheduler/model/node_derived.py.
         self.derived = NodeDerived(keep_jobs=True)
-        self.counts = TaskCounts()
+        # The snapshot's task figures, kept job by job across cycles (job_tally.py).
+        self.tally = JobTally()
 
     async def run_cycle(self, writer: Writer) -> CycleSummary:
         conf_events = self.conf.poll()
@@ -138,6 +135,7 @@ class CycleRunner:
                 span.set_attribute("conf.hash", active.hash)
                 span.set_attribute("cycle.reused", recalled is not None)
                 with self.heap.paused():
+                    self.tally.update(snapshot, generation)
                     out = decide(
                         snapshot,
                         active.conf,
@@ -149,8 +147,9 @@ class CycleRunner:
                         previous_queues=previous_queues,
                         tracer_provider=self.tracer_provider,
                         reuse=recalled[0] if recalled is not None else None,
+                        tally=self.tally,
                     )
-                counts = recalled[1] if recalled is not None else self.counts(snapshot)
+                counts = self.tally.bound, self.tally.pending
                 if recalled is None:
                     self.memo.remember(generation, active.conf, active.hash, snapshot, out.result, counts)
                 closed = out.closed
@@ -210,46 +209,3 @@ class CycleRunner:
                 },
             )
         return summary
-
-
-class TaskCounts:
-    """The snapshot's bound and pending tasks (the progress line's figures), counted per job and
-    kept for the next cycle: a freeze hands out the same JobInfo object for a job that did not
-    change (and snapshots are read-only), so only the jobs that changed are counted again."""
-
-    def __init__(self) -> None:
-        self._jobs: dict[str, tuple[JobInfo, int, int]] = {}
-
-    def __call__(self, snapshot: ClusterSnapshot) -> tuple[int, int]:
-        known = self._jobs
-        kept: dict[str, tuple[JobInfo, int, int]] = {}
-        bound = pending = 0
-        for uid, job in snapshot.jobs.items():
-            hit = known.get(uid)
-            if hit is None or hit[0] is not job:
-                hit = (job, *_job_counts(job))
-            kept[uid] = hit
-            bound += hit[1]
-            pending += hit[2]
-        self._jobs = kept
-        return bound, pending
-
-
-def _job_counts(job: JobInfo) -> tuple[int, int]:
-    bound = pending = 0
-    for t in job.tasks.values():
-        if t.status in _BOUND:
-            bound += 1
-        elif t.status == TaskStatus.PENDING:
-            pending += 1
-    return bound, pending
-
-
-def _counts(snapshot: ClusterSnapshot) -> tuple[int, int]:
-    """Bound and pending tasks of the snapshot, counted from scratch (what `TaskCounts` keeps)."""
-    bound = pending = 0
-    for job in snapshot.jobs.values():
-        b, p = _job_counts(job)
-        bound += b
-        pending += p
-    return bound, pending

@@ -211,3 +211,21 @@ def test_expand_job_gives_the_same_snapshot_as_build_snapshot() -> None:
 def test_expand_job_rejects_other_kinds() -> None:
     with pytest.raises(ManifestError, match=r"expected a batch\.volcano\.sh Job"):
         expand_job("f.yaml", 0, {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"}})
+
+
+def test_created_objects_share_nothing_with_the_submissions_or_each_other(tmp_path: Path) -> None:
+    # Submissions share their unchanged parts with the expanded Job (only the top level and the
+    # metadata are copied when stamped): the objects the simulator creates must still be whole
+    # copies, so that changing one changes neither another pod nor what a later run creates.
+    c, w = write(tmp_path, CLUSTER, JOB.format(at="0s", dur="45s"))
+    sim = Simulator.from_files(c, w)
+    (sub,) = sim.submissions
+    templates = [repr(o) for o in sub.objects]
+    events = [*sim.initial_events_sync(), *sim.advance(False), *sim.advance(True)]
+    created = [e.manifest for e in events if getattr(e, "manifest", {}).get("kind") == "Pod"]
+    assert len(created) == 2
+    assert created[0]["spec"] is not created[1]["spec"]
+    for m in created:
+        m["spec"]["containers"][0]["resources"]["requests"]["cpu"] = "99"
+        m["metadata"]["annotations"]["changed"] = "yes"
+    assert [repr(o) for o in sub.objects] == templates

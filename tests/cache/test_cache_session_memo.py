@@ -16,7 +16,7 @@ from test_cache_property import _all_events, any_op
 from daemon.cache import Projection
 from daemon.runtime.conf_watch import ConfWatcher
 from daemon.runtime.replay import replay
-from daemon.runtime.session_loop import CycleRunner, CycleSummary, TaskCounts, _counts
+from daemon.runtime.session_loop import CycleRunner, CycleSummary
 from daemon.runtime.writer import Writer
 from store.events import ClockAdvanced, CycleOpened, EvictDecided, PipelineDecided
 from store.memory import MemoryEventLog
@@ -131,17 +131,3 @@ def test_cache_a_reused_result_repeats_its_pipelines() -> None:
     assert runner.memo.reused >= 2
     report = anyio.run(replay, log)
     assert len(report.cycles) == 4 and not report.different
-
-
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(st.lists(any_op, min_size=1, max_size=40), st.data())
-def test_cache_task_counts_across_freezes_equal_a_full_count(ops: list[Any], data: st.DataObject) -> None:
-    # TaskCounts recounts only the jobs whose JobInfo object changed since the last freeze.
-    events = [*_cluster(pods=4), *_all_events(ops)]
-    freeze_at = set(data.draw(st.lists(st.integers(1, len(events)), min_size=1, max_size=8)))
-    projection, counts = Projection(), TaskCounts()
-    for seq, ev in enumerate(events, 1):
-        projection.fold(seq, ev)
-        if seq in freeze_at or seq == len(events):
-            snapshot = projection.freeze(cycle=seq)
-            assert counts(snapshot) == _counts(snapshot)

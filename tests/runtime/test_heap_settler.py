@@ -81,6 +81,29 @@ def test_heap_paused_stops_cyclic_collection_inside_and_restores_it() -> None:
     assert gc.isenabled()
 
 
+def test_heap_paused_freezes_what_the_block_kept_so_no_young_collection_follows() -> None:
+    # A session allocates far past the young generation's threshold with the collector off;
+    # re-enabled as it was, the collector would traverse the survivors at the next allocation.
+    gc.unfreeze()
+    collections: list[int] = []
+
+    def seen(phase: str, info: dict[str, int]) -> None:
+        if phase == "start":
+            collections.append(info["generation"])
+
+    settler = HeapSettler()
+    with settler.paused():
+        kept = [_Node() for _ in range(50_000)]
+    assert gc.get_freeze_count() >= len(kept)
+    assert gc.get_count()[0] < 100
+    gc.callbacks.append(seen)
+    try:
+        after = [_Node() for _ in range(100)]
+    finally:
+        gc.callbacks.remove(seen)
+    assert collections == [] and len(after) == 100
+
+
 def test_heap_loading_pauses_collection_and_freezes_what_was_loaded() -> None:
     gc.unfreeze()
     with loading():

@@ -176,8 +176,17 @@ def _meta(obj: Obj) -> Obj:
 
 
 def _stamp(obj: Obj, at_ms: int, index: int, duration_ms: int | None = None) -> Obj:
-    """A copy ready to create: no status (pods Pending), creationTimestamp, submission annotation."""
-    out = copy.deepcopy(obj)
+    """A copy ready to create: no status (pods Pending), creationTimestamp, submission annotation.
+
+    Only what it changes is copied (the top level and `metadata`); the rest is shared with `obj`.
+    A submission's objects are templates: the simulator copies each one whole as it creates the
+    object (`Simulator._submit`), so nothing downstream holds them.  (A deep copy here cost
+    ~1 s of a 2,000-node workload's start-up.)
+    """
+    out = dict(obj)
+    meta = out.get("metadata")
+    if isinstance(meta, dict):
+        out["metadata"] = dict(meta)
     meta = _meta(out)
     meta.setdefault("namespace", "default")
     meta["creationTimestamp"] = iso_time(at_ms)
