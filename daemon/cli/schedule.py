@@ -136,17 +136,18 @@ def _schedule(args: argparse.Namespace) -> int:
     loading = start_loading(args.cluster)
     try:
         from daemon.cli.dry_run import dry_run, to_json
-        from daemon.manifests import build_snapshot
+        from daemon.manifests.snapshot import build_loading
 
         conf = _read_conf(args.conf, strict=args.strict)
     except BaseException:
         loading.cancel()
         raise
     phases.mark("imports_and_conf")
-    objects = loading.result()
-    phases.mark("load")
-    snapshot = build_snapshot(objects)
-    del objects
+    # The first part's objects are decoded while the child parses the second (daemon/manifests/snapshot.py).
+    try:
+        snapshot = build_loading(loading, loaded=lambda: phases.mark("load"))
+    finally:
+        loading.cancel()
     phases.mark("build")
     result = dry_run(snapshot, conf, args.cycles, now=now, between_cycles=gc.collect)
     phases.mark("sessions")

@@ -20,6 +20,8 @@ class Entry:
     name: str
     namespace: str
     obj: Obj
+    record: Any = None
+    """The object decoded ahead of the build (a split file's first part), else None."""
 
 
 class Claims:

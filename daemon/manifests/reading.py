@@ -51,27 +51,72 @@ def load_objects(path: str | Path) -> list[tuple[str, int, Obj]]:
 class PendingLoad:
     """`load_objects(path)`, begun: `result()` gives its objects (or raises its errors), `cancel()`
     drops it.  A large multi-document YAML file has its second part parsed by a child process
-    meanwhile (daemon/manifests/yaml_split.py); anything else is read when `result()` is called."""
+    meanwhile (daemon/manifests/yaml_split.py); anything else is read when `result()` is called.
+
+    A split file can also be taken in two steps, so that the caller works on the first part's
+    objects while the child parses: `first_part()`, then `remaining()`.  Neither raises for bad
+    input: either gives None when its part failed, and `result()` then gives every object of
+    the file or raises the serial reading's error."""
 
     def __init__(self, path: str | Path, split: SplitLoad | None = None, text: str = "") -> None:
         self._path = path
         self._split = split
         self._text = text
+        self._first: list[Any] | None = None  # the first part's documents, once parsed
+        self._second: list[Any] | None = None  # the second part's, once received
+
+    def first_part(self) -> list[tuple[str, int, Obj]] | None:
+        """The objects of a split file's first part (parsed here), or None when the file is not
+        split or that part failed."""
+        if self._split is None or self._first is not None:
+            return None
+        self._first = self._split.first_documents()
+        if self._first is None:
+            self._split = None  # stopped: `result()` parses the whole text
+            return None
+        try:
+            return list(_objects(self._name(), enumerate(self._first)))
+        except ManifestError:  # `result()` raises it, or an earlier parse error of the whole text
+            return None
+
+    def remaining(self) -> list[tuple[str, int, Obj]] | None:
+        """After `first_part()` gave objects: the second part's (document indices counted on from
+        the first part's), or None when that part failed."""
+        if self._split is None or self._first is None:
+            return None
+        self._second = self._split.second_documents()
+        self._split = None
+        if self._second is None:
+            self._first = None  # `result()` parses the whole text
+            return None
+        try:
+            return list(_objects(self._name(), enumerate(self._second, len(self._first))))
+        except ManifestError:
+            return None
 
     def result(self) -> list[tuple[str, int, Obj]]:
-        split, self._split = self._split, None
-        if split is None:
-            return load_objects(self._path)
-        name = str(Path(self._path))
-        docs = split.documents()
-        if docs is None:  # a part failed: one parser over the whole text decides (and words the error)
+        name = self._name()
+        if self._first is not None and self._second is None and self._split is not None:
+            self._second = self._split.second_documents()
+            self._split = None
+        if self._first is not None and self._second is not None:
+            return list(_objects(name, enumerate(self._first + self._second)))
+        if self._first is None and self._split is not None:
+            docs = self._split.documents()
+            self._split = None
+            if docs is not None:
+                return list(_objects(name, enumerate(docs)))
+        if self._text:  # a part failed: one parser over the whole text decides (and words the error)
             return list(_objects(name, _yaml_documents(self._text, name)))
-        return list(_objects(name, enumerate(docs)))
+        return load_objects(self._path)
 
     def cancel(self) -> None:
         if self._split is not None:
             self._split.cancel()
             self._split = None
+
+    def _name(self) -> str:
+        return str(Path(self._path))
 
 
 def start_loading(path: str | Path, *, parallel_min_bytes: int = PARALLEL_MIN_BYTES) -> PendingLoad:

@@ -34,8 +34,9 @@ __all__ = ["PARALLEL_MIN_BYTES", "SplitLoad", "spare_core", "split_offset"]
 PARALLEL_MIN_BYTES = 1 << 20
 """Below this, a process start and the hand-off cost more than half a parse saves."""
 
-CHILD_SHARE = 0.55
-"""The child's share of the text: the parent also imports the scheduler and unpickles the child's part."""
+CHILD_SHARE = 0.62
+"""The child's share of the text: the parent also imports the scheduler, parses its configuration
+and decodes its own part's objects meanwhile (daemon/manifests/snapshot.py `build_loading`)."""
 
 _OTHER_BREAKS = ("\x85", "\u2028", "\u2029")
 
@@ -94,16 +95,32 @@ class SplitLoad:
 
     def documents(self) -> list[Any] | None:
         """Every document in order, or None when either part failed (parse the whole text then)."""
+        first = self.first_documents()
+        if first is None:
+            return None
+        second = self.second_documents()
+        return None if second is None else first + second
+
+    def first_documents(self) -> list[Any] | None:
+        """The first part's documents, parsed here, or None when it failed (the child is stopped then)."""
         try:
-            first = list(load_all(self._first))
+            return list(load_all(self._first))
         except Exception:
             self.cancel()
             return None
         except BaseException:  # an interrupt: no child left behind
             self.cancel()
             raise
-        second = self._collect()
-        return None if second is None else first + second
+
+    def second_documents(self) -> list[Any] | None:
+        """The child's documents (waiting for them), or None when its part failed or it died."""
+        if self._pid is None:
+            return None
+        try:
+            return self._collect()
+        except BaseException:
+            self.cancel()
+            raise
 
     def cancel(self) -> None:
         """Stop the child (if still running) and release the pipe."""
