@@ -53,57 +53,59 @@ class PendingLoad:
     drops it.  A large multi-document YAML file has its second part parsed by a child process
     meanwhile (daemon/manifests/yaml_split.py); anything else is read when `result()` is called.
 
-    A split file can also be taken in two steps, so that the caller works on the first part's
-    objects while the child parses: `first_part()`, then `remaining()`.  Neither raises for bad
-    input: either gives None when its part failed, and `result()` then gives every object of
-    the file or raises the serial reading's error."""
+    A split file's objects can also be taken as they come (`read_ahead()`), so that the caller
+    works on them while the child parses; that raises nothing for bad input: it stops, and
+    `result()` then gives every object of the file or raises the serial reading's error."""
 
     def __init__(self, path: str | Path, split: SplitLoad | None = None, text: str = "") -> None:
         self._path = path
         self._split = split
         self._text = text
-        self._first: list[Any] | None = None  # the first part's documents, once parsed
-        self._second: list[Any] | None = None  # the second part's, once received
+        self._docs: list[Any] = []  # the documents read ahead so far
+        self._chunks: Iterator[list[Any]] | None = None  # the child's, once the first part parsed
+        self.complete = False
+        """Whether `read_ahead()` gave every object of the file."""
 
-    def first_part(self) -> list[tuple[str, int, Obj]] | None:
-        """The objects of a split file's first part (parsed here), or None when the file is not
-        split or that part failed."""
-        if self._split is None or self._first is not None:
-            return None
-        self._first = self._split.first_documents()
-        if self._first is None:
+    def read_ahead(self) -> Iterator[list[tuple[str, int, Obj]]]:
+        """A split file's objects part by part as they are read: the first part's (parsed here),
+        then each chunk of the child's part as it arrives.  Nothing for a file that is not split;
+        stops early when a part fails (`complete` stays False)."""
+        split = self._split
+        if split is None or self._chunks is not None:
+            return
+        first = split.first_documents()
+        if first is None:
             self._split = None  # stopped: `result()` parses the whole text
-            return None
+            return
+        self._docs = first
+        self._chunks = split.second_chunks()
+        name = self._name()
         try:
-            return list(_objects(self._name(), enumerate(self._first)))
+            objects = list(_objects(name, enumerate(first)))
         except ManifestError:  # `result()` raises it, or an earlier parse error of the whole text
-            return None
-
-    def remaining(self) -> list[tuple[str, int, Obj]] | None:
-        """After `first_part()` gave objects: the second part's (document indices counted on from
-        the first part's), or None when that part failed."""
-        if self._split is None or self._first is None:
-            return None
-        self._second = self._split.second_documents()
-        self._split = None
-        if self._second is None:
-            self._first = None  # `result()` parses the whole text
-            return None
-        try:
-            return list(_objects(self._name(), enumerate(self._second, len(self._first))))
-        except ManifestError:
-            return None
+            return
+        yield objects
+        for chunk in self._chunks:
+            start = len(self._docs)
+            self._docs.extend(chunk)
+            try:
+                objects = list(_objects(name, enumerate(chunk, start)))
+            except ManifestError:
+                return
+            yield objects
+        self.complete = split.complete
 
     def result(self) -> list[tuple[str, int, Obj]]:
         name = self._name()
-        if self._first is not None and self._second is None and self._split is not None:
-            self._second = self._split.second_documents()
-            self._split = None
-        if self._first is not None and self._second is not None:
-            return list(_objects(name, enumerate(self._first + self._second)))
-        if self._first is None and self._split is not None:
-            docs = self._split.documents()
-            self._split = None
+        split, self._split = self._split, None
+        if split is not None:
+            if self._chunks is None:
+                docs = split.documents()
+            else:  # after `read_ahead()`: the documents it read and the rest of the child's
+                for chunk in self._chunks:
+                    self._docs.extend(chunk)
+                docs = self._docs if split.complete else None
+                self._chunks = None
             if docs is not None:
                 return list(_objects(name, enumerate(docs)))
         if self._text:  # a part failed: one parser over the whole text decides (and words the error)

@@ -6,11 +6,12 @@ PodGroups, Pods and Volcano Jobs in object order; pods of ours without a group g
 controller's group; bound, not finished tasks occupy their node; other schedulers' pods are kept
 only when bound.  See the package docstring for the modelling notes.
 
-`build_loading` overlaps the build with the reading of a split YAML file: the first part's
-objects are classified and their Nodes, PodGroups and Pods decoded (pure functions of each
-object; the Pods' uids are claimed later, in object order, as `decode_pod` does) while the child
-process parses the second part.  Any error in that early work drops it, and the serial
-`build_snapshot(loading.result())` runs instead, so errors are the serial path's exactly.
+`build_loading` overlaps the build with the reading of a split YAML file: the objects are
+classified and their Nodes, PodGroups and Pods decoded (pure functions of each object; the Pods'
+uids are claimed later, in object order, as `decode_pod` does) as they are read, the first
+part's while the child process parses the second, then the child's chunks as they arrive.  Any
+error in that early work drops it, and the serial `build_snapshot(loading.result())` runs
+instead, so errors are the serial path's exactly.
 """
 
 from __future__ import annotations
@@ -73,9 +74,10 @@ class _Builder:
         """Classify these objects and decode their Nodes, PodGroups and Pods now; False (and the
         builder is spoilt) at any error, which the serial build will then raise in its order."""
         try:
+            start = len(self.entries)
             for file, index, obj in objects:
                 self.classify(file, index, obj)
-            for e in self.entries:
+            for e in self.entries[start:]:
                 kind = e.kind
                 if kind == "Pod":
                     e.record = decode_pod(e, _UNCLAIMED)
@@ -205,18 +207,19 @@ def build_loading(
     loaded: Callable[[], object] = lambda: None,
 ) -> ClusterSnapshot:
     """build_snapshot(loading.result()): the same snapshot, or the same error.  A split YAML file's
-    first part is classified and decoded while the child parses the second (module notes);
+    objects are classified and decoded as they are read (module notes);
     `loaded` is called once every object has been read (for per-phase timings)."""
     b = _Builder(scheduler_names, default_queue)
-    first = loading.first_part()
-    rest = loading.remaining() if first is not None and b.classify_ahead(first) else None
-    if rest is None:
+    ahead = True
+    for objects in loading.read_ahead():
+        if not b.classify_ahead(objects):
+            ahead = False
+            break
+    if not (ahead and loading.complete):
         objects = loading.result()
         loaded()
         return build_snapshot(objects, scheduler_names=scheduler_names, default_queue=default_queue)
     loaded()
-    for file, index, obj in rest:
-        b.classify(file, index, obj)
     return b.build()
 
 
