@@ -5,6 +5,7 @@ index, object, field; YAML line and column), at every split point."""
 from __future__ import annotations
 
 import io
+import itertools
 import os
 import pickle
 import signal
@@ -85,9 +86,9 @@ def every_split(text: str) -> list[int]:
     return sorted({o for share in range(1, 100) if (o := split_offset(text, share / 100)) is not None})
 
 
-def split_loading(path: Path, offset: int) -> PendingLoad:
+def split_loading(path: Path, offset: int, chunk_documents: int = 256) -> PendingLoad:
     text = path.read_text()
-    return PendingLoad(path, SplitLoad(text, offset), text)
+    return PendingLoad(path, SplitLoad(text, offset, chunk_documents), text)
 
 
 class _StringsByValue(pickle._Pickler):  # type: ignore[name-defined,misc]
@@ -125,10 +126,12 @@ def test_the_snapshot_is_the_serial_builds_at_every_split(tmp_path: Path) -> Non
     offsets = every_split(p.read_text())
     assert len(offsets) > 20
     loaded: list[int] = []
-    for offset in offsets:
+    for offset, chunk in itertools.product(offsets, (1, 3, 256)):
         loaded.clear()
-        assert shape(build_loading(split_loading(p, offset), loaded=lambda: loaded.append(1))) == serial
+        loading = split_loading(p, offset, chunk)
+        assert shape(build_loading(loading, loaded=lambda: loaded.append(1))) == serial
         assert loaded == [1], offset
+        assert loading.complete, offset  # the early work was used
 
 
 def test_the_first_part_is_decoded_ahead_and_used(tmp_path: Path) -> None:
@@ -191,23 +194,45 @@ def test_bad_input_gives_the_serial_error_at_every_split(tmp_path: Path, case: s
     assert "document " in expected
     offsets = every_split(p.read_text())
     assert len(offsets) > 20
-    for offset in offsets:
+    for offset, chunk in itertools.product(offsets, (1, 3, 256)):
         with pytest.raises(ManifestError) as e:
-            build_loading(split_loading(p, offset))
-        assert str(e.value) == expected, offset
+            build_loading(split_loading(p, offset, chunk))
+        assert str(e.value) == expected, (offset, chunk)
 
 
 @needs_two_cpus
-def test_a_child_that_dies_leaves_the_build_to_the_whole_text(tmp_path: Path) -> None:
-    p = tmp_path / "cluster.yaml"
-    p.write_text(text_of(cluster()))
+@pytest.mark.parametrize("chunks_before", [0, 1, 4])
+def test_a_child_that_dies_leaves_the_build_to_the_whole_text(tmp_path: Path, chunks_before: int) -> None:
+    p = tmp_path / "cluster.yaml"  # a second part the child needs a good while for
+    p.write_text(text_of(cluster() + [NODE.format(i=i) for i in range(100, 3100)]))
     serial = shape(build_snapshot(load_objects(p)))
-    loading = split_loading(p, every_split(p.read_text())[10])
+    offset = split_offset(p.read_text(), 0.99)
+    assert offset is not None
+    loading = split_loading(p, offset, chunk_documents=2)
     split = loading._split
     assert split is not None and split._pid is not None
-    os.kill(split._pid, signal.SIGKILL)
-    assert shape(build_loading(loading)) == serial
+    parts = loading.read_ahead()
+    for _ in range(1 + chunks_before):  # the first part, then chunks of the child's
+        next(parts)
+    if split._pid is not None:
+        os.kill(split._pid, signal.SIGKILL)
+    list(parts)
+    assert not loading.complete
+    assert shape(build_snapshot(loading.result())) == serial
     assert split._pid is None  # reaped
+
+
+@needs_two_cpus
+def test_the_result_after_an_abandoned_read_ahead_is_the_whole_file(tmp_path: Path) -> None:
+    p = tmp_path / "cluster.yaml"
+    p.write_text(text_of(cluster()))
+    serial = load_objects(p)
+    loading = split_loading(p, every_split(p.read_text())[5], chunk_documents=2)
+    parts = loading.read_ahead()
+    seen = next(parts) + next(parts)
+    parts.close()
+    assert loading.result() == serial
+    assert serial[: len(seen)] == seen
 
 
 def test_files_that_are_not_split_build_as_before(tmp_path: Path) -> None:

@@ -92,10 +92,10 @@ class SplitLoad:
     Construct it early (the child starts at once), call `documents()` when the documents are
     needed, or `first_documents()` and then `second_chunks()` to work on the documents as they
     come; `cancel()` stops the child when they no longer are.  The child sends its documents in
-    chunks of `CHUNK_DOCUMENTS`, each pickled on its own, and a last `True` once its whole part
+    chunks of `chunk_documents`, each pickled on its own, and a last `True` once its whole part
     parsed (`False` when it did not)."""
 
-    def __init__(self, text: str, offset: int) -> None:
+    def __init__(self, text: str, offset: int, chunk_documents: int = CHUNK_DOCUMENTS) -> None:
         self._first = text[:offset]
         read_end, write_end = os.pipe()
         with contextlib.suppress(AttributeError, OSError):  # Linux: room for the child to run ahead
@@ -103,7 +103,7 @@ class SplitLoad:
         pid = os.fork()
         if pid == 0:  # the child: parse, pickle, write, and leave without the parent's exit handlers
             os.close(read_end)
-            _child(text[offset:], write_end)
+            _child(text[offset:], write_end, chunk_documents)
         os.close(write_end)
         self._pid: int | None = pid
         self._pipe: BinaryIO | None = os.fdopen(read_end, "rb", closefd=True)
@@ -171,7 +171,9 @@ class SplitLoad:
             pipe.close()
 
 
-def _child(text: str, write_end: int) -> None:  # pragma: no cover - runs in the forked child
+def _child(
+    text: str, write_end: int, chunk_documents: int
+) -> None:  # pragma: no cover - runs in the forked child
     code = 0
     try:
         with os.fdopen(write_end, "wb", closefd=True) as pipe:
@@ -179,7 +181,7 @@ def _child(text: str, write_end: int) -> None:  # pragma: no cover - runs in the
             try:
                 for doc in load_all(text):
                     chunk.append(doc)
-                    if len(chunk) == CHUNK_DOCUMENTS:
+                    if len(chunk) == chunk_documents:
                         pipe.write(pickle.dumps(chunk, protocol=pickle.HIGHEST_PROTOCOL))
                         pipe.flush()
                         chunk = []
