@@ -6,12 +6,13 @@ PodGroups, Pods and Volcano Jobs in object order; pods of ours without a group g
 controller's group; bound, not finished tasks occupy their node; other schedulers' pods are kept
 only when bound.  See the package docstring for the modelling notes.
 
-`build_loading` overlaps the build with the reading of a split YAML file: the objects are
-classified and their Nodes, PodGroups and Pods decoded (pure functions of each object; the Pods'
-uids are claimed later, in object order, as `decode_pod` does) as they are read, the first
-part's while the child process parses the second, then the child's chunks as they arrive.  Any
-error in that early work drops it, and the serial `build_snapshot(loading.result())` runs
-instead, so errors are the serial path's exactly.
+`build_loading` overlaps the build with the reading of a split YAML file: as the objects are
+read (the first part's while the child process parses the second, then the child's chunks as
+they arrive) they are classified, their Nodes, PodGroups and Pods decoded (pure functions of
+each object; the Pods' uids are claimed later, in object order, as `decode_pod` does) and the
+tasks of Pods without a priority class name made (they read no class).  Any error in that early
+work drops it, and the serial `build_snapshot(loading.result())` runs instead, so errors are
+the serial path's exactly.
 """
 
 from __future__ import annotations
@@ -41,7 +42,7 @@ from daemon.scheduler.model.queue import (
     QueueInfo,
 )
 from daemon.scheduler.model.snapshot import ClusterSnapshot
-from daemon.scheduler.model.task import COMPLETED_STATUSES
+from daemon.scheduler.model.task import COMPLETED_STATUSES, TaskInfo
 
 
 class _Unclaimed(Claims):
@@ -54,6 +55,7 @@ class _Unclaimed(Claims):
 
 
 _UNCLAIMED = _Unclaimed()
+_NO_CLASSES: dict[str, PriorityClassInfo] = {}
 
 
 class _Builder:
@@ -66,6 +68,7 @@ class _Builder:
         self.claims = Claims()
         self.pcs: dict[str, PriorityClassInfo] = {}
         self.default_priority = 0
+        self.tasks_ahead: dict[int, TaskInfo] = {}  # id(pod) -> its task, made in `classify_ahead`
 
     def classify(self, file: str, index: int, obj: Any) -> None:
         self.entries.extend(classify(file, index, obj, self.claims))
@@ -80,7 +83,9 @@ class _Builder:
             for e in self.entries[start:]:
                 kind = e.kind
                 if kind == "Pod":
-                    e.record = decode_pod(e, _UNCLAIMED)
+                    e.record = pod = decode_pod(e, _UNCLAIMED)
+                    if not pod.spec.priority_class_name:
+                        self._task_ahead(pod)
                 elif kind == "PodGroup":
                     e.record = decode_podgroup(e)
                 elif kind == "Node":
@@ -88,6 +93,17 @@ class _Builder:
         except Exception:
             return False
         return True
+
+    def _task_ahead(self, p: Pod) -> None:
+        """The task `_place` makes of a pod without a priority class name: it reads no priority
+        class (none has an empty name), so it can be made before the classes are known."""
+        mine = p.spec.scheduler_name in self.scheduler_names
+        if not mine and not p.spec.node_name:
+            return
+        gname = p.annotations.get(GROUP_NAME_KEY, "")
+        if not gname and mine:
+            gname = "podgroup-" + (p.owner_uid or p.uid)
+        self.tasks_ahead[id(p)] = pod_task(p, f"{p.namespace}/{gname}" if gname else "", _NO_CLASSES)
 
     def build(self) -> ClusterSnapshot:
         snap = ClusterSnapshot()
@@ -166,7 +182,9 @@ class _Builder:
             mine = p.spec.scheduler_name in ours
             if not mine and not p.spec.node_name:
                 continue
-            task = pod_task(p, job_id, self.pcs)
+            task = self.tasks_ahead.get(id(p))
+            if task is None:
+                task = pod_task(p, job_id, self.pcs)
             if task.node_name and task.status not in COMPLETED_STATUSES:
                 node = nodes.get(task.node_name)
                 if node is not None:
