@@ -36,7 +36,7 @@ __all__ = ["PARALLEL_MIN_BYTES", "SplitLoad", "spare_core", "split_offset"]
 PARALLEL_MIN_BYTES = 1 << 20
 """Below this, a process start and the hand-off cost more than half a parse saves."""
 
-CHILD_SHARE = 0.72
+CHILD_SHARE = 0.8
 """The child's share of the text: the parent also imports the scheduler, parses its configuration
 and decodes every object as it is read (daemon/manifests/snapshot.py `build_loading`)."""
 
