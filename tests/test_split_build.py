@@ -6,9 +6,13 @@ from __future__ import annotations
 
 import io
 import itertools
+import json
 import os
 import pickle
+import shutil
 import signal
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -16,7 +20,7 @@ import pytest
 from daemon.manifests import ManifestError, build_snapshot, load_objects
 from daemon.manifests.reading import PendingLoad, start_loading
 from daemon.manifests.snapshot import _Builder, build_loading
-from daemon.manifests.yaml_split import SplitLoad, spare_core, split_offset
+from daemon.manifests.yaml_split import PARALLEL_MIN_BYTES, SplitLoad, spare_core, split_offset
 from daemon.scheduler.model.snapshot import ClusterSnapshot
 
 needs_two_cpus = pytest.mark.skipif(not spare_core(), reason="the split path needs a spare CPU")
@@ -243,3 +247,42 @@ def test_files_that_are_not_split_build_as_before(tmp_path: Path) -> None:
         assert shape(build_loading(start_loading(path))) == shape(build_snapshot(load_objects(path)))
     with pytest.raises(ManifestError, match="no such file"):
         build_loading(start_loading(tmp_path / "missing.yaml"))
+
+
+def fumarole(*args: str) -> subprocess.CompletedProcess[str]:
+    exe = shutil.which("fumarole") or str(Path(sys.executable).parent / "fumarole")
+    return subprocess.run([exe, *args], capture_output=True, text=True, timeout=300)
+
+
+def large(docs: list[str]) -> list[str]:
+    """The documents with enough nodes after the first ones for the command to split the file."""
+    pad = [NODE.format(i=i) for i in range(1000, 1000 + PARALLEL_MIN_BYTES // len(NODE.format(i=1000)) + 1)]
+    return docs[:10] + pad[: len(pad) // 2] + docs[10:] + pad[len(pad) // 2 :]
+
+
+@needs_two_cpus
+def test_the_command_decides_from_a_split_yaml_file_as_from_json(tmp_path: Path) -> None:
+    docs = large(cluster())
+    yaml_file, json_file = tmp_path / "cluster.yaml", tmp_path / "cluster.json"
+    yaml_file.write_text(text_of(docs))
+    assert yaml_file.stat().st_size >= PARALLEL_MIN_BYTES and start_loading(yaml_file)._split is not None
+    items = [o for _, _, o in load_objects(yaml_file)]
+    json_file.write_text(json.dumps({"apiVersion": "v1", "kind": "List", "items": items}))
+    outs = [fumarole("schedule", "--cluster", str(f), "--now", "manifests") for f in (yaml_file, json_file)]
+    assert [p.returncode for p in outs] == [0, 0]
+    assert outs[0].stdout == outs[1].stdout
+    assert len(json.loads(outs[0].stdout)["binds"]) > 0
+
+
+@needs_two_cpus
+@pytest.mark.parametrize(
+    "case", ["a bad pod early, a bad class late", "a duplicate pod uid across the parts"]
+)
+def test_the_command_reports_the_serial_error_from_a_split_yaml_file(tmp_path: Path, case: str) -> None:
+    p = tmp_path / "cluster.yaml"
+    p.write_text(text_of(large(BAD_INPUTS[case])))
+    assert start_loading(p)._split is not None
+    run = fumarole("schedule", "--cluster", str(p), "--now", "manifests")
+    assert run.returncode == 2
+    assert run.stdout == ""
+    assert serial_error(p) in run.stderr
