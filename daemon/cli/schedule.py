@@ -149,7 +149,7 @@ def _schedule(args: argparse.Namespace) -> int:
     try:
         snapshot = build_loading(loading, loaded=lambda: phases.mark("load"))
     finally:
-        loading.cancel()
+        loading.cancel()  # and the documents released before the sessions
     phases.mark("build")
     result = dry_run(snapshot, conf, args.cycles, now=now, between_cycles=gc.collect)
     phases.mark("sessions")

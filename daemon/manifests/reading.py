@@ -113,9 +113,12 @@ class PendingLoad:
         return load_objects(self._path)
 
     def cancel(self) -> None:
+        """Drop the load: the child stopped, the documents read ahead released."""
         if self._split is not None:
             self._split.cancel()
             self._split = None
+        self._docs = []
+        self._chunks = None
 
     def _name(self) -> str:
         return str(Path(self._path))
