@@ -1,5 +1,7 @@
 """One large multi-document YAML text parsed in two processes: split at a document boundary, the
-second part in a forked child, the documents handed back pickled, in order.
+second part in a forked child, the documents handed back pickled in chunks as they are parsed,
+in order (the caller decodes each chunk while the child parses the next: `build_loading` in
+daemon/manifests/snapshot.py).
 
 Only `fumarole schedule` (a process of its own, no threads) uses this, for a file of at least
 `PARALLEL_MIN_BYTES`: PyYAML's C parser takes ~0.35 s on issue 11's 3.9 MB cluster, and the
