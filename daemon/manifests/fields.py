@@ -208,7 +208,7 @@ def plain_quantities(v: Any) -> dict[str, Fraction] | None:
             value = _parsed_quantity(kind.__name__, q)
         except QuantityError:
             return None
-        if value < 0:
+        if value.numerator < 0:  # `value < 0` without Fraction's comparison (denominators are positive)
             return None
         out[k] = value
     return out
@@ -228,7 +228,8 @@ def to_resource(q: Mapping[str, Fraction]) -> Resource:
 
     Remembered per list of values (a fresh copy each time: a Resource is mutable).
     """
-    key = tuple(q.items())
+    # Keyed by numerator and denominator: Fraction's hash is computed in Python at every call.
+    key = tuple([(name, v.numerator, v.denominator) for name, v in q.items()])
     made = _RESOURCES.get(key)
     if made is None:
         made = _RESOURCES[key] = _to_resource(q)
@@ -237,7 +238,7 @@ def to_resource(q: Mapping[str, Fraction]) -> Resource:
     return made.clone()
 
 
-_RESOURCES: dict[tuple[tuple[str, Fraction], ...], Resource] = {}
+_RESOURCES: dict[tuple[tuple[str, int, int], ...], Resource] = {}
 _RESOURCES_KEPT = 4096
 
 

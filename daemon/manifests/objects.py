@@ -20,6 +20,8 @@ class Entry:
     name: str
     namespace: str
     obj: Obj
+    record: Any = None
+    """The object decoded ahead of the build (a split file's first part), else None."""
 
 
 class Claims:
@@ -53,14 +55,37 @@ def classify(file: str, index: int, obj: Any, claims: Claims) -> list[Entry]:
     d = Doc(file, index)
     if not isinstance(obj, dict):
         d.fail("", f"expected a mapping (an object), got {type_name(obj)}")
+    kind = obj.get("kind")
+    if not (isinstance(kind, str) and kind.endswith("List")):  # `flatten` gives the object itself
+        return [classify_object(d, obj, claims)]
     return [classify_object(d, o, claims) for o in flatten(file, index, obj)]
 
 
 def classify_object(d0: Doc, obj: Obj, claims: Claims) -> Entry:
     """One object's kind (supported ones only), namespace and name; its name is claimed."""
     d = Doc(d0.file, d0.index)
-    kind = d.string(obj.get("kind"), "kind")
-    api = d.string(obj.get("apiVersion"), "apiVersion")
+    kind = obj.get("kind")
+    api = obj.get("apiVersion")
+    meta = obj.get("metadata")
+    if type(kind) is str and kind and type(api) is str and api and type(meta) is dict:
+        # The common shape, read without the checked accessors (the same values: they return a
+        # string as it is); anything else goes the checked way below.
+        group = api.rsplit("/", 1)[0] if "/" in api else ""
+        supported = SUPPORTED_KINDS.get((group, kind))
+        name = meta.get("name")
+        if supported is not None and type(name) is str and name and all(type(k) is str for k in meta):
+            if not supported[1]:
+                d.label = f"{kind} {name}"
+                claims.name(d, "metadata.name", kind, "", name)
+                return Entry(d, group, kind, name, "", obj)
+            ns = meta.get("namespace")
+            if ns is None or type(ns) is str:
+                ns = ns or "default"
+                d.label = f"{kind} {ns}/{name}"
+                claims.name(d, "metadata.name", kind, ns, name)
+                return Entry(d, group, kind, name, ns, obj)
+    kind = d.string(kind, "kind")
+    api = d.string(api, "apiVersion")
     if not kind:
         d.fail("kind", "required")
     group = api.rsplit("/", 1)[0] if "/" in api else ""
@@ -68,10 +93,10 @@ def classify_object(d0: Doc, obj: Obj, claims: Claims) -> Entry:
         group = KIND_GROUPS.get(kind, "")
     if (group, kind) not in SUPPORTED_KINDS:
         shown = f"{api} {kind}" if api else kind
-        supported = ", ".join(f"{v[0]} {k[1]}" for k, v in SUPPORTED_KINDS.items())
-        d.fail("kind", f"unsupported kind {show(shown)}; supported kinds: {supported}")
+        supported_kinds = ", ".join(f"{v[0]} {k[1]}" for k, v in SUPPORTED_KINDS.items())
+        d.fail("kind", f"unsupported kind {show(shown)}; supported kinds: {supported_kinds}")
     namespaced = SUPPORTED_KINDS[(group, kind)][1]
-    meta = d.mapping(obj.get("metadata"), "metadata")
+    meta = d.mapping(meta, "metadata")
     name = d.string(meta.get("name"), "metadata.name")
     d.label = kind
     if not name:

@@ -51,27 +51,77 @@ def load_objects(path: str | Path) -> list[tuple[str, int, Obj]]:
 class PendingLoad:
     """`load_objects(path)`, begun: `result()` gives its objects (or raises its errors), `cancel()`
     drops it.  A large multi-document YAML file has its second part parsed by a child process
-    meanwhile (daemon/manifests/yaml_split.py); anything else is read when `result()` is called."""
+    meanwhile (daemon/manifests/yaml_split.py); anything else is read when `result()` is called.
+
+    A split file's objects can also be taken as they come (`read_ahead()`), so that the caller
+    works on them while the child parses; that raises nothing for bad input: it stops, and
+    `result()` then gives every object of the file or raises the serial reading's error."""
 
     def __init__(self, path: str | Path, split: SplitLoad | None = None, text: str = "") -> None:
         self._path = path
         self._split = split
         self._text = text
+        self._docs: list[Any] = []  # the documents read ahead so far
+        self._chunks: Iterator[list[Any]] | None = None  # the child's, once the first part parsed
+        self.complete = False
+        """Whether `read_ahead()` gave every object of the file."""
+
+    def read_ahead(self) -> Iterator[list[tuple[str, int, Obj]]]:
+        """A split file's objects part by part as they are read: the first part's (parsed here),
+        then each chunk of the child's part as it arrives.  Nothing for a file that is not split;
+        stops early when a part fails (`complete` stays False)."""
+        split = self._split
+        if split is None or self._chunks is not None:
+            return
+        first = split.first_documents()
+        if first is None:
+            self._split = None  # stopped: `result()` parses the whole text
+            return
+        self._docs = first
+        self._chunks = split.second_chunks()
+        name = self._name()
+        try:
+            objects = list(_objects(name, enumerate(first)))
+        except ManifestError:  # `result()` raises it, or an earlier parse error of the whole text
+            return
+        yield objects
+        for chunk in self._chunks:
+            start = len(self._docs)
+            self._docs.extend(chunk)
+            try:
+                objects = list(_objects(name, enumerate(chunk, start)))
+            except ManifestError:
+                return
+            yield objects
+        self.complete = split.complete
 
     def result(self) -> list[tuple[str, int, Obj]]:
+        name = self._name()
         split, self._split = self._split, None
-        if split is None:
-            return load_objects(self._path)
-        name = str(Path(self._path))
-        docs = split.documents()
-        if docs is None:  # a part failed: one parser over the whole text decides (and words the error)
+        if split is not None:
+            if self._chunks is None:
+                docs = split.documents()
+            else:  # after `read_ahead()`: the documents it read and the rest of the child's
+                for chunk in self._chunks:
+                    self._docs.extend(chunk)
+                docs = self._docs if split.complete else None
+                self._chunks = None
+            if docs is not None:
+                return list(_objects(name, enumerate(docs)))
+        if self._text:  # a part failed: one parser over the whole text decides (and words the error)
             return list(_objects(name, _yaml_documents(self._text, name)))
-        return list(_objects(name, enumerate(docs)))
+        return load_objects(self._path)
 
     def cancel(self) -> None:
+        """Drop the load: the child stopped, the documents read ahead released."""
         if self._split is not None:
             self._split.cancel()
             self._split = None
+        self._docs = []
+        self._chunks = None
+
+    def _name(self) -> str:
+        return str(Path(self._path))
 
 
 def start_loading(path: str | Path, *, parallel_min_bytes: int = PARALLEL_MIN_BYTES) -> PendingLoad:

@@ -5,14 +5,23 @@ PodDisruptionBudgets, Queues (plus `root` and the default queue when missing), N
 PodGroups, Pods and Volcano Jobs in object order; pods of ours without a group get the PodGroup
 controller's group; bound, not finished tasks occupy their node; other schedulers' pods are kept
 only when bound.  See the package docstring for the modelling notes.
+
+`build_loading` overlaps the build with the reading of a split YAML file: as the objects are
+read (the first part's while the child process parses the second, then the child's chunks as
+they arrive) they are classified, their Nodes, PodGroups and Pods decoded (pure functions of
+each object; the Pods' uids are claimed later, in object order, as `decode_pod` does) and the
+tasks of Pods without a priority class name made (they read no class).  Any error in that early
+work drops it, and the serial `build_snapshot(loading.result())` runs instead, so errors are
+the serial path's exactly.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from daemon.manifests.fields import Doc
 from daemon.manifests.kinds import GROUP_NAME_KEY
 from daemon.manifests.namespaces import decode_namespace, decode_pdb, decode_resource_quota
 from daemon.manifests.nodes import decode_node
@@ -21,7 +30,7 @@ from daemon.manifests.podgroups import Group, decode_podgroup, job_info, normal_
 from daemon.manifests.pods import Pod, decode_pod, pod_task
 from daemon.manifests.priority_classes import BUILTIN_PRIORITY_CLASSES, decode_priority_class
 from daemon.manifests.queues import decode_queue
-from daemon.manifests.reading import load_objects
+from daemon.manifests.reading import PendingLoad, load_objects
 from daemon.manifests.volcano_job import expand_volcano_job
 from daemon.scheduler.model.job import JobInfo
 from daemon.scheduler.model.queue import (
@@ -33,7 +42,20 @@ from daemon.scheduler.model.queue import (
     QueueInfo,
 )
 from daemon.scheduler.model.snapshot import ClusterSnapshot
-from daemon.scheduler.model.task import COMPLETED_STATUSES
+from daemon.scheduler.model.task import COMPLETED_STATUSES, TaskInfo
+
+
+class _Unclaimed(Claims):
+    """Claims that claim nothing: a Pod decoded ahead has its uid claimed by the build, in order."""
+
+    __slots__ = ()
+
+    def pod_uid(self, d: Doc, uid: str, ns: str, name: str) -> None:
+        return None
+
+
+_UNCLAIMED = _Unclaimed()
+_NO_CLASSES: dict[str, PriorityClassInfo] = {}
 
 
 class _Builder:
@@ -46,9 +68,42 @@ class _Builder:
         self.claims = Claims()
         self.pcs: dict[str, PriorityClassInfo] = {}
         self.default_priority = 0
+        self.tasks_ahead: dict[int, TaskInfo] = {}  # id(pod) -> its task, made in `classify_ahead`
 
     def classify(self, file: str, index: int, obj: Any) -> None:
         self.entries.extend(classify(file, index, obj, self.claims))
+
+    def classify_ahead(self, objects: Iterable[tuple[str, int, Any]]) -> bool:
+        """Classify these objects and decode their Nodes, PodGroups and Pods now; False (and the
+        builder is spoilt) at any error, which the serial build will then raise in its order."""
+        try:
+            start = len(self.entries)
+            for file, index, obj in objects:
+                self.classify(file, index, obj)
+            for e in self.entries[start:]:
+                kind = e.kind
+                if kind == "Pod":
+                    e.record = pod = decode_pod(e, _UNCLAIMED)
+                    if not pod.spec.priority_class_name:
+                        self._task_ahead(pod)
+                elif kind == "PodGroup":
+                    e.record = decode_podgroup(e)
+                elif kind == "Node":
+                    e.record = decode_node(e)
+        except Exception:
+            return False
+        return True
+
+    def _task_ahead(self, p: Pod) -> None:
+        """The task `_place` makes of a pod without a priority class name: it reads no priority
+        class (none has an empty name), so it can be made before the classes are known."""
+        mine = p.spec.scheduler_name in self.scheduler_names
+        if not mine and not p.spec.node_name:
+            return
+        gname = p.annotations.get(GROUP_NAME_KEY, "")
+        if not gname and mine:
+            gname = "podgroup-" + (p.owner_uid or p.uid)
+        self.tasks_ahead[id(p)] = pod_task(p, f"{p.namespace}/{gname}" if gname else "", _NO_CLASSES)
 
     def build(self) -> ClusterSnapshot:
         snap = ClusterSnapshot()
@@ -81,15 +136,20 @@ class _Builder:
                 self.default_queue, weight=1, reclaimable=True, state=QUEUE_OPEN
             )
         for e in by_kind.get("Node", []):
-            snap.nodes.append(decode_node(e))
+            snap.nodes.append(decode_node(e) if e.record is None else e.record)
 
         groups: dict[str, Group] = {}
         pods: list[Pod] = []
         for e in self.entries:
             if e.kind == "PodGroup":
-                groups[f"{e.namespace}/{e.name}"] = decode_podgroup(e)
+                groups[f"{e.namespace}/{e.name}"] = decode_podgroup(e) if e.record is None else e.record
             elif e.kind == "Pod":
-                pods.append(decode_pod(e, self.claims))
+                pod: Pod | None = e.record
+                if pod is None:
+                    pod = decode_pod(e, self.claims)
+                else:  # decoded ahead: its uid claimed here, in object order, as decode_pod does
+                    self.claims.pod_uid(pod.doc, pod.uid, pod.namespace, pod.name)
+                pods.append(pod)
             elif e.kind == "Job":
                 expand_volcano_job(
                     e,
@@ -122,7 +182,9 @@ class _Builder:
             mine = p.spec.scheduler_name in ours
             if not mine and not p.spec.node_name:
                 continue
-            task = pod_task(p, job_id, self.pcs)
+            task = self.tasks_ahead.get(id(p))
+            if task is None:
+                task = pod_task(p, job_id, self.pcs)
             if task.node_name and task.status not in COMPLETED_STATUSES:
                 node = nodes.get(task.node_name)
                 if node is not None:
@@ -152,6 +214,30 @@ def build_snapshot(
     b = _Builder(scheduler_names, default_queue)
     for file, index, obj in objects:
         b.classify(file, index, obj)
+    return b.build()
+
+
+def build_loading(
+    loading: PendingLoad,
+    *,
+    scheduler_names: Sequence[str] = ("volcano",),
+    default_queue: str = DEFAULT_QUEUE,
+    loaded: Callable[[], object] = lambda: None,
+) -> ClusterSnapshot:
+    """build_snapshot(loading.result()): the same snapshot, or the same error.  A split YAML file's
+    objects are classified and decoded as they are read (module notes);
+    `loaded` is called once every object has been read (for per-phase timings)."""
+    b = _Builder(scheduler_names, default_queue)
+    ahead = True
+    for objects in loading.read_ahead():
+        if not b.classify_ahead(objects):
+            ahead = False
+            break
+    if not (ahead and loading.complete):
+        objects = loading.result()
+        loaded()
+        return build_snapshot(objects, scheduler_names=scheduler_names, default_queue=default_queue)
+    loaded()
     return b.build()
 
 

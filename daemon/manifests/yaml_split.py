@@ -1,5 +1,7 @@
 """One large multi-document YAML text parsed in two processes: split at a document boundary, the
-second part in a forked child, the documents handed back pickled, in order.
+second part in a forked child, the documents handed back pickled in chunks as they are parsed,
+in order (the caller decodes each chunk while the child parses the next: `build_loading` in
+daemon/manifests/snapshot.py).
 
 Only `fumarole schedule` (a process of its own, no threads) uses this, for a file of at least
 `PARALLEL_MIN_BYTES`: PyYAML's C parser takes ~0.35 s on issue 11's 3.9 MB cluster, and the
@@ -22,10 +24,12 @@ parser, so errors keep their document index, line and column exactly.
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import os
 import pickle
 import signal
-from typing import Any
+from collections.abc import Iterator
+from typing import Any, BinaryIO
 
 from daemon.manifests.yaml_loader import load_all
 
@@ -34,8 +38,17 @@ __all__ = ["PARALLEL_MIN_BYTES", "SplitLoad", "spare_core", "split_offset"]
 PARALLEL_MIN_BYTES = 1 << 20
 """Below this, a process start and the hand-off cost more than half a parse saves."""
 
-CHILD_SHARE = 0.55
-"""The child's share of the text: the parent also imports the scheduler and unpickles the child's part."""
+CHILD_SHARE = 0.8
+"""The child's share of the text: the parent also imports the scheduler, parses its configuration
+and decodes every object as it is read (daemon/manifests/snapshot.py `build_loading`)."""
+
+CHUNK_DOCUMENTS = 256
+"""Documents per chunk the child sends (a few milliseconds of parsing each): the parent decodes a
+chunk while the child parses the next."""
+
+PIPE_BYTES = 1 << 20
+"""The pipe's capacity asked for (Linux's default limit): the child's chunks wait there, without
+blocking it, while the parent is still busy with its own part."""
 
 _OTHER_BREAKS = ("\x85", "\u2028", "\u2029")
 
@@ -79,31 +92,65 @@ class SplitLoad:
     """`list(load_all(text))` with `text[offset:]` parsed in a forked child meanwhile.
 
     Construct it early (the child starts at once), call `documents()` when the documents are
-    needed; `cancel()` stops the child when they no longer are."""
+    needed, or `first_documents()` and then `second_chunks()` to work on the documents as they
+    come; `cancel()` stops the child when they no longer are.  The child sends its documents in
+    chunks of `chunk_documents`, each pickled on its own, and a last `True` once its whole part
+    parsed (`False` when it did not)."""
 
-    def __init__(self, text: str, offset: int) -> None:
+    def __init__(self, text: str, offset: int, chunk_documents: int = CHUNK_DOCUMENTS) -> None:
         self._first = text[:offset]
         read_end, write_end = os.pipe()
+        with contextlib.suppress(AttributeError, OSError):  # Linux: room for the child to run ahead
+            fcntl.fcntl(write_end, fcntl.F_SETPIPE_SZ, PIPE_BYTES)
         pid = os.fork()
         if pid == 0:  # the child: parse, pickle, write, and leave without the parent's exit handlers
             os.close(read_end)
-            _child(text[offset:], write_end)
+            _child(text[offset:], write_end, chunk_documents)
         os.close(write_end)
         self._pid: int | None = pid
-        self._read_end = read_end
+        self._pipe: BinaryIO | None = os.fdopen(read_end, "rb", closefd=True)
+        self.complete = False
+        """Whether every chunk of the child's part came (its whole part parsed)."""
 
     def documents(self) -> list[Any] | None:
         """Every document in order, or None when either part failed (parse the whole text then)."""
+        first = self.first_documents()
+        if first is None:
+            return None
+        second = [doc for chunk in self.second_chunks() for doc in chunk]
+        return first + second if self.complete else None
+
+    def first_documents(self) -> list[Any] | None:
+        """The first part's documents, parsed here, or None when it failed (the child is stopped then)."""
         try:
-            first = list(load_all(self._first))
+            return list(load_all(self._first))
         except Exception:
             self.cancel()
             return None
         except BaseException:  # an interrupt: no child left behind
             self.cancel()
             raise
-        second = self._collect()
-        return None if second is None else first + second
+
+    def second_chunks(self) -> Iterator[list[Any]]:
+        """The child's documents, a chunk at a time as they come (waiting for each).  When the
+        chunks stop, `complete` tells whether they are all of the part (else the part failed or
+        the child died); the child has been reaped."""
+        try:
+            while self._pipe is not None:
+                try:
+                    chunk = pickle.load(self._pipe)
+                except Exception:  # the child died mid-way: a short or empty stream
+                    chunk = False
+                if chunk is True:
+                    self.complete = self._reap()
+                    break
+                if not isinstance(chunk, list):
+                    break
+                yield chunk
+        finally:
+            if not self.complete:
+                self.cancel()
+            self._close()
 
     def cancel(self) -> None:
         """Stop the child (if still running) and release the pipe."""
@@ -113,21 +160,6 @@ class SplitLoad:
             self._reap()
         self._close()
 
-    def _collect(self) -> list[Any] | None:
-        chunks = []
-        with os.fdopen(self._read_end, "rb", closefd=True) as pipe:
-            self._read_end = -1
-            while chunk := pipe.read(1 << 20):
-                chunks.append(chunk)
-        ok = self._reap()
-        if not ok or not chunks:
-            return None
-        payload = b"".join(chunks)
-        if payload[:1] != b"\x01":
-            return None
-        second: list[Any] = pickle.loads(memoryview(payload)[1:])
-        return second
-
     def _reap(self) -> bool:
         pid, self._pid = self._pid, None
         if pid is None:
@@ -136,20 +168,31 @@ class SplitLoad:
         return os.waitstatus_to_exitcode(status) == 0
 
     def _close(self) -> None:
-        if self._read_end >= 0:
-            os.close(self._read_end)
-            self._read_end = -1
+        pipe, self._pipe = self._pipe, None
+        if pipe is not None:
+            pipe.close()
 
 
-def _child(text: str, write_end: int) -> None:  # pragma: no cover - runs in the forked child
+def _child(
+    text: str, write_end: int, chunk_documents: int
+) -> None:  # pragma: no cover - runs in the forked child
     code = 0
     try:
-        try:
-            payload = b"\x01" + pickle.dumps(list(load_all(text)), protocol=pickle.HIGHEST_PROTOCOL)
-        except Exception:  # the parent parses the whole text again and reports the error
-            payload = b"\x00"
         with os.fdopen(write_end, "wb", closefd=True) as pipe:
-            pipe.write(payload)
+            chunk: list[Any] = []
+            try:
+                for doc in load_all(text):
+                    chunk.append(doc)
+                    if len(chunk) == chunk_documents:
+                        pipe.write(pickle.dumps(chunk, protocol=pickle.HIGHEST_PROTOCOL))
+                        pipe.flush()
+                        chunk = []
+                if chunk:
+                    pipe.write(pickle.dumps(chunk, protocol=pickle.HIGHEST_PROTOCOL))
+                end = True
+            except Exception:  # the parent parses the whole text again and reports the error
+                end = False
+            pipe.write(pickle.dumps(end))
     except BaseException:
         code = 1
     finally:
