@@ -135,3 +135,25 @@ def test_numpy_is_asked_for_one_blas_thread() -> None:
     env["OPENBLAS_NUM_THREADS"] = "2"
     p = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, env=env, timeout=120)
     assert p.stdout.split() == ["0", "True", "2"], p.stderr
+
+
+def test_the_command_ends_without_the_interpreter_teardown_and_main_called_in_process_returns() -> None:
+    # As a command (`main()` reading sys.argv) the output is flushed and the process ends at once
+    # (no atexit handler runs: the teardown would free the sessions' objects for ~30 ms); called
+    # with arguments, in a process that goes on, `main` returns its code.
+    probe = (
+        "import atexit, sys\n"
+        "from daemon.cli.main import main\n"
+        "atexit.register(lambda: print('teardown'))\n"
+        f"print('in-process', main(['schedule', '--cluster', {str(EXAMPLE_CLUSTER)!r}, '--now', 'manifests',"
+        " '--format', 'json']) == 0)\n"
+        f"sys.argv = ['fumarole', 'schedule', '--cluster', {str(EXAMPLE_CLUSTER)!r}, '--now', 'manifests',"
+        " '--format', 'json']\n"
+        "main()\n"
+        "print('not reached')\n"
+    )
+    p = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr
+    assert "in-process True" in p.stdout, p.stdout[-300:]
+    assert p.stdout.rstrip().endswith("}"), p.stdout[-80:]  # the whole output was written
+    assert "teardown" not in p.stdout and "not reached" not in p.stdout
