@@ -11,7 +11,7 @@ import time
 from collections import defaultdict
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -25,6 +25,8 @@ from daemon.scheduler.model.node_derived import NodeDerived
 from daemon.scheduler.model.queue import NamespaceInfo, PriorityClassInfo, QueueInfo
 from daemon.scheduler.model.snapshot import ClusterSnapshot
 from daemon.scheduler.model.task import TaskInfo, TaskStatus
+
+K = TypeVar("K")
 
 # The name under which JobStarving's answers are kept across sessions (`NodeDerived.jobs`).
 STARVING_MEMO = "job_starving"
@@ -228,6 +230,23 @@ class Session(Combinators):
         if state is None:
             state = self.cycle_states[task_uid] = CycleState()
         return state
+
+    def kept_state(self, name: str, kind: type[K]) -> K | None:
+        """What component `name` keeps across sessions in `kept_jobs` (a new `kind()` the first
+        time, or when something else is stored there); None when the snapshot's owner keeps
+        nothing.  The component drops it (`forget_kept`) when it cannot be used."""
+        store = self.kept_jobs
+        if store is None:
+            return None
+        state = store.get(name)
+        if not isinstance(state, kind):
+            state = store[name] = kind()
+        return state
+
+    def forget_kept(self, name: str) -> None:
+        """Drop what component `name` keeps across sessions (the next session starts afresh)."""
+        if self.kept_jobs is not None:
+            self.kept_jobs.pop(name, None)
 
     def priority_of_class(self, name: str) -> int | None:
         pc = self.priority_classes.get(name)

@@ -92,12 +92,9 @@ def _kept_inqueue(ssn: Session) -> Resource | None:
     """The jobs' inqueue sum from the one kept across sessions (framework/kept_sum.py), re-deriving
     the parts of changed jobs only; None without a store or when it must be summed cold (the store
     is then dropped)."""
-    store = ssn.kept_jobs
-    if store is None:
+    kept = ssn.kept_state(NAME, KeptSum)
+    if kept is None:
         return None
-    kept = store.get(NAME)
-    if not isinstance(kept, KeptSum):
-        kept = store[NAME] = KeptSum()
     origins = ssn.snapshot_jobs
     for uid, job in ssn.jobs.items():
         origin = origins.get(uid)
@@ -106,12 +103,12 @@ def _kept_inqueue(ssn: Session) -> Resource | None:
             continue
         part = _inqueue_part(job)
         if origin is None or (part is not None and not exact(part)):
-            del store[NAME]
+            ssn.forget_kept(NAME)
             return None
         kept.put(uid, origin, phase, part)
     kept.keep_only(ssn.jobs)
     if not kept.usable():
-        del store[NAME]
+        ssn.forget_kept(NAME)
         return None
     return kept.total.clone()
 

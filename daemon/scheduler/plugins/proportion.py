@@ -132,15 +132,12 @@ class ProportionPlugin:
     ) -> dict[str, QueueAttr] | None:
         """The queue sums from the ones kept across sessions (proportion_sums.py), or None (no
         store, or sums that must be made cold; the store is then dropped)."""
-        store = ssn.kept_jobs
-        if store is None:
+        kept = ssn.kept_state(NAME, KeptSums)
+        if kept is None:
             return None
-        kept = store.get(NAME)
-        if not isinstance(kept, KeptSums):
-            kept = store[NAME] = KeptSums()
         sums = kept_queue_sums(ssn.jobs, ssn.snapshot_jobs, kept)
         if sums is None:
-            del store[NAME]
+            ssn.forget_kept(NAME)
             return None
         attrs: dict[str, QueueAttr] = {}
         for name, s in sums.items():

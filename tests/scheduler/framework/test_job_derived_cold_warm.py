@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import random
 import sys
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +23,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from daemon.manifests import build_snapshot
-from daemon.scheduler.framework.run import run_session
+from daemon.scheduler.framework.run import SessionResult, run_session
 from daemon.scheduler.model.job import JobInfo
 from daemon.scheduler.model.node import NodeInfo
 from daemon.scheduler.model.node_derived import NodeDerived
@@ -123,13 +124,29 @@ def exact(figures: dict[str, dict[str, Any]]) -> dict[str, Any]:
     }
 
 
-@settings(max_examples=40, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
-@given(
-    st.integers(0, 10_000),
-    st.integers(2, 6),
-    st.lists(st.tuples(st.integers(0, 10), st.integers(0, 50)), min_size=1, max_size=8),
-)
-def test_kept_queue_sums_decide_as_cold(seed: int, n_nodes: int, changes: list[tuple[int, int]]) -> None:
+Change = Callable[[ClusterSnapshot, int, int, int, dict[str, NodeInfo]], None]
+
+
+def change_jobs(snap: ClusterSnapshot, kind: int, pick: int, step: int, removed: dict[str, NodeInfo]) -> None:
+    """`change`'s kinds 0-5, and jobs with fractional requests (6), extended resources or
+    minResources (7, 8, 10), deleted (9)."""
+    if kind == 6:
+        fractional_job(snap, step, pick)
+    elif kind in (7, 8, 10):
+        scalar_job(snap, step, pick, (kind - 6) % 4)
+    elif kind == 9:
+        delete_job(snap, pick)
+    else:
+        change(snap, kind, pick, step, removed)
+
+
+def warm_cold_sessions(
+    seed: int, n_nodes: int, changes: list[tuple[int, int]], apply: Change, conf: Any
+) -> Iterator[tuple[int, int, ClusterSnapshot, SessionResult, SessionResult]]:
+    """Two copies of a random cluster through the same changes and sessions, one keeping per-job
+    state across sessions (warm, replacing changed jobs as the freeze does), one not (cold):
+    yields (step, kind, the warm snapshot, warm result, cold result) after each pair of sessions,
+    then folds each result into its copy."""
     objs = [("gen.yaml", i, o) for i, o in enumerate(cluster(seed, n_nodes))]
     warm, cold = build_snapshot(objs), build_snapshot(objs)
     warm.derived = NodeDerived(keep_jobs=True)
@@ -137,18 +154,26 @@ def test_kept_queue_sums_decide_as_cold(seed: int, n_nodes: int, changes: list[t
     for step, (kind, pick) in enumerate([(5, 0), *changes]):
         before = {uid: (j, fingerprint(j)) for uid, j in warm.jobs.items()}
         for name, snap in (("warm", warm), ("cold", cold)):
-            if kind == 6:
-                fractional_job(snap, step, pick)
-            elif kind in (7, 8, 10):
-                scalar_job(snap, step, pick, (kind - 6) % 4)
-            elif kind == 9:
-                delete_job(snap, pick)
-            else:
-                change(snap, kind, pick, step, removed[name])
+            apply(snap, kind, pick, step, removed[name])
             snap.now = 100.0 + step
             snap.session_id = f"s{step}"
         replace_changed(warm, before)
-        a, b = run_session(warm, CONF), run_session(cold, CONF)
+        a, b = run_session(warm, conf), run_session(cold, conf)
+        yield step, kind, warm, a, b
+        before = {uid: (j, fingerprint(j)) for uid, j in warm.jobs.items()}
+        fold(warm, a)
+        fold(cold, b)
+        replace_changed(warm, before)
+
+
+@settings(max_examples=40, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    st.integers(0, 10_000),
+    st.integers(2, 6),
+    st.lists(st.tuples(st.integers(0, 10), st.integers(0, 50)), min_size=1, max_size=8),
+)
+def test_kept_queue_sums_decide_as_cold(seed: int, n_nodes: int, changes: list[tuple[int, int]]) -> None:
+    for step, kind, warm, a, b in warm_cold_sessions(seed, n_nodes, changes, change_jobs, CONF):
         assert decisions(a) == decisions(b), (seed, step, kind)
         assert exact(a.queues) == exact(b.queues), (seed, step, kind)
         # overcommit's kept inqueue sum is the cold one (values and scalar names, in order).
@@ -156,11 +181,6 @@ def test_kept_queue_sums_decide_as_cold(seed: int, n_nodes: int, changes: list[t
         kept_inqueue = warm.derived.jobs.get(OVERCOMMIT)
         if kept_inqueue is not None:
             assert _sum(kept_inqueue.total) == _sum(cold_inqueue(warm)), (seed, step, kind)
-        before = {uid: (j, fingerprint(j)) for uid, j in warm.jobs.items()}
-        fold(warm, a)
-        fold(cold, b)
-        replace_changed(warm, before)
-        # Bounded: one entry per job of the last session (none once the sums were made cold).
-        assert warm.derived.jobs is not None
+        # Bounded: one entry per job of the session (none once the sums were made cold).
         kept = warm.derived.jobs.get(PROPORTION)
         assert kept is None or set(kept.jobs) <= set(warm.jobs)

@@ -14,14 +14,12 @@ from hypothesis import strategies as st
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from fumarole_sched_kit import mk_conf, mk_job, mk_node, mk_snapshot, mk_task
-from test_job_derived_cold_warm import fingerprint, replace_changed
-from test_node_derived_cold_warm import change, cluster, decisions, fold, replace_node
+from test_job_derived_cold_warm import warm_cold_sessions
+from test_node_derived_cold_warm import change, decisions, end_a_pod
 
-from daemon.manifests import build_snapshot
 from daemon.scheduler.framework import combinators as cb
 from daemon.scheduler.framework import registry
 from daemon.scheduler.framework.conf import parse_conf
-from daemon.scheduler.framework.run import run_session
 from daemon.scheduler.framework.session import STARVING_MEMO, Session
 from daemon.scheduler.model.job import JobInfo
 from daemon.scheduler.model.node import NodeInfo
@@ -133,25 +131,6 @@ def test_only_pure_job_starving_callbacks_are_registered() -> None:
     assert registering == {"gang", "priority", "tdm"}
 
 
-def fail_a_pod(snap: ClusterSnapshot, pick: int) -> None:
-    """A running pod fails (its job's ready count drops: JobStarving's answer may change)."""
-    running = sorted(
-        (uid, t.uid)
-        for uid, job in snap.jobs.items()
-        for t in job.tasks.values()
-        if t.status == TaskStatus.RUNNING and t.node_name
-    )
-    if not running:
-        return
-    job_uid, task_uid = running[pick % len(running)]
-    job = snap.jobs[job_uid]
-    task = job.tasks[task_uid]
-    node = replace_node(snap, task.node_name)
-    if node is not None and task.uid in node.tasks:
-        node.remove_task(task)
-    job.update_task_status(task, TaskStatus.FAILED)
-
-
 @settings(max_examples=30, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
 @given(
     st.integers(0, 10_000),
@@ -163,10 +142,6 @@ def test_kept_starving_answers_equal_the_plugins(
 ) -> None:
     """Every answer a warm session gives equals the plugins' answer for the job as it is then,
     and warm sessions decide as cold ones."""
-    objs = [("gen.yaml", i, o) for i, o in enumerate(cluster(seed, n_nodes))]
-    warm, cold = build_snapshot(objs), build_snapshot(objs)
-    warm.derived = NodeDerived(keep_jobs=True)
-    removed: dict[str, dict[str, NodeInfo]] = {"warm": {}, "cold": {}}
     answered = {"memo": 0, "asked": 0}
     mismatches: list[str] = []
     memoised = Session.job_starving
@@ -178,25 +153,17 @@ def test_kept_starving_answers_equal_the_plugins(
             mismatches.append(job.uid)
         return got
 
+    def apply(snap: ClusterSnapshot, kind: int, pick: int, step: int, removed: dict[str, NodeInfo]) -> None:
+        if kind == 6:  # a running pod fails: its job's ready count drops
+            end_a_pod(snap, pick, TaskStatus.FAILED)
+        else:
+            change(snap, kind, pick, step, removed)
+
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(Session, "job_starving", checked)
-        for step, (kind, pick) in enumerate([(5, 0), *changes]):
-            before = {uid: (j, fingerprint(j)) for uid, j in warm.jobs.items()}
-            for name, snap in (("warm", warm), ("cold", cold)):
-                if kind == 6:
-                    fail_a_pod(snap, pick)
-                else:
-                    change(snap, kind, pick, step, removed[name])
-                snap.now = 100.0 + step
-                snap.session_id = f"s{step}"
-            replace_changed(warm, before)
-            a, b = run_session(warm, CONF), run_session(cold, CONF)
+        for step, kind, warm, a, b in warm_cold_sessions(seed, n_nodes, changes, apply, CONF):
             assert decisions(a) == decisions(b), (seed, step, kind)
             assert not mismatches, (seed, step, mismatches)
-            before = {uid: (j, fingerprint(j)) for uid, j in warm.jobs.items()}
-            fold(warm, a)
-            fold(cold, b)
-            replace_changed(warm, before)
-    assert warm.derived is not None and warm.derived.jobs is not None
-    assert set(warm.derived.jobs[STARVING_MEMO][1]) <= set(warm.jobs)  # bounded by the cluster
+            assert warm.derived is not None and warm.derived.jobs is not None
+            assert set(warm.derived.jobs[STARVING_MEMO][1]) <= set(warm.jobs)  # bounded by the cluster
     assert answered["memo"] or not changes  # the memo was used

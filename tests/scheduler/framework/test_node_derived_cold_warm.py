@@ -174,26 +174,31 @@ def fold(snap: ClusterSnapshot, r: SessionResult) -> None:
     apply_result(snap, r)
 
 
+def end_a_pod(snap: ClusterSnapshot, pick: int, status: TaskStatus) -> None:
+    """A running pod (chosen by `pick`) ends in `status` (Succeeded, Failed) and leaves its node."""
+    running = sorted(
+        (uid, t.uid)
+        for uid, job in snap.jobs.items()
+        for t in job.tasks.values()
+        if t.status == TaskStatus.RUNNING and t.node_name
+    )
+    if not running:
+        return
+    job_uid, task_uid = running[pick % len(running)]
+    job = snap.jobs[job_uid]
+    task = job.tasks[task_uid]
+    node = replace_node(snap, task.node_name)
+    if node is not None and task.uid in node.tasks:
+        node.remove_task(task)
+    job.update_task_status(task, status)
+
+
 def change(snap: ClusterSnapshot, kind: int, pick: int, step: int, removed: dict[str, NodeInfo]) -> None:
     """One change between sessions, the same on both copies (chosen by `kind` and `pick`)."""
     names = [n.name for n in snap.nodes]
     name = names[pick % len(names)] if names else ""
     if kind == 0:  # a running pod finishes
-        running = sorted(
-            (uid, t.uid)
-            for uid, job in snap.jobs.items()
-            for t in job.tasks.values()
-            if t.status == TaskStatus.RUNNING and t.node_name
-        )
-        if not running:
-            return
-        job_uid, task_uid = running[pick % len(running)]
-        job = snap.jobs[job_uid]
-        task = job.tasks[task_uid]
-        node = replace_node(snap, task.node_name)
-        if node is not None and task.uid in node.tasks:
-            node.remove_task(task)
-        job.update_task_status(task, TaskStatus.SUCCEEDED)
+        end_a_pod(snap, pick, TaskStatus.SUCCEEDED)
     elif kind == 1 and name:  # relabelled
         node = replace_node(snap, name)
         assert node is not None
