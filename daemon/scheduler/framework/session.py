@@ -93,9 +93,10 @@ class Session(Combinators):
         # component; None: the snapshot's owner did not promise to replace changed jobs.
         self.kept_jobs: dict[str, Any] | None = kept.jobs
         self.starving_memo = open_job_memo(self.kept_jobs, STARVING_MEMO, conf)
-        # Copy-on-write (ClusterSnapshot.clone): opening costs what the session touches; the
-        # snapshot is never written to.  `whole_copy` clones every task now instead (the
-        # reference the tests compare against).
+        # Copy-on-write (ClusterSnapshot.clone_without_jobs, JobInfo.cow_clone below): opening
+        # costs what the session touches; the snapshot is never written to.  Node copies nothing
+        # changed are the session before's (NodeDerived.session_copies).  `whole_copy` clones
+        # every task now instead (the reference the tests compare against).
         if whole_copy:
             snap = snapshot.deep_clone()
         else:

@@ -1,6 +1,6 @@
 """Debug guard: a deep fingerprint of a snapshot, to prove a session left it untouched.
 
-A session opens on a copy-on-write clone of its snapshot (`ClusterSnapshot.clone`): jobs and
+A session opens on a copy-on-write clone of its snapshot (`Session.__init__`): jobs and
 nodes share the snapshot's tasks, index and sums until the session first uses them, and the
 daemon's next snapshot shares unchanged objects with this one.  So a session must never write to
 a snapshot object.  `fingerprint` walks everything reachable from a snapshot (every slot and

@@ -32,27 +32,21 @@ class ClusterSnapshot:
     # by the daemon's cycle runner and the study engine; None: derived afresh. Shared by clones.
     derived: NodeDerived | None = None
 
-    def clone(self) -> ClusterSnapshot:
-        """A copy for a session to mutate freely, copy-on-write: each job and node shares the
-        snapshot's tasks until the session first uses them (JobInfo / NodeInfo `cow_clone`).
+    def clone_without_jobs(self, nodes: list[NodeInfo] | None = None) -> ClusterSnapshot:
+        """A copy for a session to mutate freely, without jobs (the session clones the jobs it
+        keeps itself, copy-on-write, in one pass that also filters them: Session.__init__).
 
-        The snapshot must not change while the copy is in use; the session never writes to it
+        The nodes are copy-on-write (`NodeInfo.cow_clone`: each shares the snapshot's tasks and
+        accounting until the session first changes it); `nodes`: such copies, if the caller has
+        them (model/node_derived.py keeps untouched ones from the session before).  The snapshot
+        must not change while the copy is in use; the session never writes to it
         (tests/scheduler/test_cow_session.py checks every object before and after).
         """
-        nodes = [n.cow_clone() for n in self.nodes]
-        jobs = {uid: j.cow_clone() for uid, j in self.jobs.items()}
-        return self._with(nodes, jobs)
-
-    def clone_without_jobs(self, nodes: list[NodeInfo] | None = None) -> ClusterSnapshot:
-        """`clone` with no jobs: the session clones the jobs it keeps itself (Session.__init__,
-        one pass that also filters them and gathers their scalar names).  `nodes`: the
-        copy-on-write copies of the nodes, if the caller has them (model/node_derived.py keeps
-        untouched ones from the session before)."""
         return self._with([n.cow_clone() for n in self.nodes] if nodes is None else nodes, {})
 
     def deep_clone(self) -> ClusterSnapshot:
-        """A whole copy: every job's and node's tasks cloned now (what `clone` did before it was
-        copy-on-write; the reference the tests compare sessions against)."""
+        """A whole copy: every job's and node's tasks cloned now (the reference the tests compare
+        copy-on-write sessions against: `Session(..., whole_copy=True)`)."""
         nodes = [n.clone() for n in self.nodes]
         jobs = {uid: j.clone() for uid, j in self.jobs.items()}
         return self._with(nodes, jobs)
