@@ -26,18 +26,15 @@ class Enqueue:
         # jobs) and stamps the job's schedule start; only pending jobs are queued for admission.
         # Jobs without pending work (Session.jobs_with_work) are not visited: their queues are
         # pushed from `Session.job_queues`, and the schedule start is never read back.
+        # (The session keeps only jobs whose queue exists.)
         for name in ssn.job_queues:
-            queue = ssn.queues.get(name)
-            if queue is None:
-                continue
+            queue = ssn.queues[name]
             if queue.uid not in seen:
                 seen.add(queue.uid)
                 queues.push(queue)
         for job in ssn.jobs_with_work:  # in uid order
             if job.schedule_start is None:
                 job.schedule_start = ssn.stamp_now()
-            if job.queue not in ssn.queues:
-                continue
             if job.is_pending():
                 jobs_map.setdefault(job.queue, PriorityQueue(ssn.job_order_fn)).push(job)
 

@@ -156,10 +156,10 @@ def job_share(job: JobInfo, origin: JobInfo) -> JobShare | None:
         elastic.memory = allocated.memory if allocated.memory > 0 else 0.0
     elif not exact(elastic):
         return None
-    # Copies: what was added is what a later open subtracts, whatever becomes of the job's own.
-    inqueue = None if figures.inqueue is None else figures.inqueue.clone()
+    # The job's allocated sum is copied (what was added is what a later open subtracts, whatever
+    # becomes of the job's own); the other figures are new objects already.
     pending = figures.pending_sum
-    return JobShare(origin, figures.phase, job.queue, allocated.clone(), pending, inqueue, elastic.clone())
+    return JobShare(origin, figures.phase, job.queue, allocated.clone(), pending, figures.inqueue, elastic)
 
 
 @dataclass(slots=True)

@@ -122,10 +122,7 @@ def test_only_pure_job_starving_callbacks_are_registered() -> None:
         ssn = Session(
             snap, parse_conf(f"actions: preempt\ntiers:\n- plugins: [{{name: {name}}}]\n", source="t")
         )
-        try:
-            factory({}).on_session_open(ssn)
-        except Exception:  # a plugin that needs more of a cluster to open registers nothing here
-            continue
+        factory({}).on_session_open(ssn)  # every plugin opens on this small cluster
         if name in ssn.fns.get(cb.JOB_STARVING, {}):
             registering.add(name)
     assert registering == {"gang", "priority", "tdm"}
