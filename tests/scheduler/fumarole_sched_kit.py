@@ -260,3 +260,24 @@ def task_of(ssn: Session, job_uid: str, name: str) -> TaskInfo:
 
 def statuses(ssn: Session, job_uid: str) -> dict[str, TaskStatus]:
     return {t.name: t.status for t in ssn.jobs[job_uid].tasks.values()}
+
+
+# ----------------------------------------------------------------------------- manifests
+def priority_class_manifests(
+    classes: tuple[tuple[str, int], ...] = (("low", 10), ("high", 100)),
+) -> list[dict[str, Any]]:
+    """PriorityClass manifests (the random-cluster tests' `low` 10 and `high` 100 by default)."""
+    return [
+        {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": n}, "value": v}
+        for n, v in classes
+    ]
+
+
+def queue_manifest(name: str, spec: dict[str, Any]) -> dict[str, Any]:
+    """A Volcano Queue manifest."""
+    return {
+        "apiVersion": "scheduling.volcano.sh/v1beta1",
+        "kind": "Queue",
+        "metadata": {"name": name},
+        "spec": spec,
+    }

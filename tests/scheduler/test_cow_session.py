@@ -32,7 +32,7 @@ from daemon.scheduler.model.task import TaskStatus
 from daemon.scheduler.plugins.deviceshare_gpushare import GPU_MEMORY, GPU_NUMBER
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from fumarole_sched_kit import open_session, run_actions
+from fumarole_sched_kit import open_session, priority_class_manifests, queue_manifest, run_actions
 
 _TIER1 = "- plugins: [{name: priority}, {name: gang}, {name: conformance}]\n"
 CONFS = {
@@ -109,25 +109,10 @@ def clusters(draw: st.DrawFn) -> tuple[str, list[dict[str, Any]]]:
                 "status": {"allocatable": alloc, "capacity": dict(alloc)},
             }
         )
-    for name, value in (("low", 10), ("high", 100)):
-        objs.append(
-            {
-                "apiVersion": "scheduling.k8s.io/v1",
-                "kind": "PriorityClass",
-                "metadata": {"name": name},
-                "value": value,
-            }
-        )
+    objs += priority_class_manifests()
     n_queues = draw(st.integers(1, 3))
     if hierarchy:
-        objs.append(
-            {
-                "apiVersion": "scheduling.volcano.sh/v1beta1",
-                "kind": "Queue",
-                "metadata": {"name": "parent"},
-                "spec": {"weight": 1},
-            }
-        )
+        objs.append(queue_manifest("parent", {"weight": 1}))
     for q in range(n_queues):
         spec: dict[str, Any] = {
             "weight": draw(st.integers(1, 4)),
@@ -140,14 +125,7 @@ def clusters(draw: st.DrawFn) -> tuple[str, list[dict[str, Any]]]:
             spec["parent"] = "parent"
         if conf.startswith("capacity") and draw(st.booleans()):
             spec["deserved"] = {"cpu": str(draw(st.integers(1, 4))), "memory": "1Ti"}
-        objs.append(
-            {
-                "apiVersion": "scheduling.volcano.sh/v1beta1",
-                "kind": "Queue",
-                "metadata": {"name": f"q{q}"},
-                "spec": spec,
-            }
-        )
+        objs.append(queue_manifest(f"q{q}", spec))
     for j in range(draw(st.integers(2, 10))):
         size = draw(st.integers(1, 5))
         cpu = draw(st.sampled_from([1, 1, 2, 3]))
@@ -277,14 +255,7 @@ def test_reclaim_from_an_overused_queue_decides_as_a_whole_copy(conf_name: str) 
         spec = {"weight": 1, "reclaimable": True}
         if conf_name == "capacity":
             spec["deserved"] = {"cpu": "2", "memory": "4Gi"}
-        objs.append(
-            {
-                "apiVersion": "scheduling.volcano.sh/v1beta1",
-                "kind": "Queue",
-                "metadata": {"name": q},
-                "spec": spec,
-            }
-        )
+        objs.append(queue_manifest(q, spec))
     for name, queue, node, phase in (("a", "q0", "n0", "Running"), ("b", "q1", "", "Inqueue")):
         objs.append(
             {
@@ -311,14 +282,7 @@ def _many_running_one_pending() -> ClusterSnapshot:
         }
         for i in range(20)
     ]
-    objs.append(
-        {
-            "apiVersion": "scheduling.volcano.sh/v1beta1",
-            "kind": "Queue",
-            "metadata": {"name": "q0"},
-            "spec": {"weight": 1},
-        }
-    )
+    objs.append(queue_manifest("q0", {"weight": 1}))
     for j in range(30):
         running = j < 29
         objs.append(

@@ -10,11 +10,16 @@ invariants after every session.
 
 from __future__ import annotations
 
+import sys
 from collections import Counter
+from pathlib import Path
 from typing import Any
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from fumarole_sched_kit import priority_class_manifests, queue_manifest
 
 from daemon.manifests import build_snapshot
 from daemon.scheduler.framework.apply import apply_result
@@ -73,20 +78,7 @@ def clusters(draw: st.DrawFn) -> tuple[str, list[dict[str, Any]], dict[str, int]
         }
         for i, c in enumerate(node_cpu)
     ]
-    objs += [
-        {
-            "apiVersion": "scheduling.k8s.io/v1",
-            "kind": "PriorityClass",
-            "metadata": {"name": "low"},
-            "value": 10,
-        },
-        {
-            "apiVersion": "scheduling.k8s.io/v1",
-            "kind": "PriorityClass",
-            "metadata": {"name": "high"},
-            "value": 100,
-        },
-    ]
+    objs += priority_class_manifests()
     n_queues = draw(st.integers(1, 3))
     capability: dict[str, int] = {}
     if hierarchy:
@@ -95,14 +87,7 @@ def clusters(draw: st.DrawFn) -> tuple[str, list[dict[str, Any]], dict[str, int]
         if parent_cap:
             spec["capability"] = {"cpu": str(parent_cap), "memory": "1Ti"}
             capability["parent"] = parent_cap
-        objs.append(
-            {
-                "apiVersion": "scheduling.volcano.sh/v1beta1",
-                "kind": "Queue",
-                "metadata": {"name": "parent"},
-                "spec": spec,
-            }
-        )
+        objs.append(queue_manifest("parent", spec))
     for q in range(n_queues):
         spec = {"weight": draw(st.integers(1, 4)), "reclaimable": draw(st.booleans())}
         cap = draw(st.sampled_from([0, 0, 2, 4, 6]))
@@ -113,14 +98,7 @@ def clusters(draw: st.DrawFn) -> tuple[str, list[dict[str, Any]], dict[str, int]
             spec["parent"] = "parent"
         if conf.startswith("capacity") and draw(st.booleans()):
             spec["deserved"] = {"cpu": str(draw(st.integers(1, 4))), "memory": "1Ti"}
-        objs.append(
-            {
-                "apiVersion": "scheduling.volcano.sh/v1beta1",
-                "kind": "Queue",
-                "metadata": {"name": f"q{q}"},
-                "spec": spec,
-            }
-        )
+        objs.append(queue_manifest(f"q{q}", spec))
     free = list(node_cpu)
     used: dict[str, int] = {}
     for j in range(draw(st.integers(1, 6))):

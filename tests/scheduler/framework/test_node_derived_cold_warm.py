@@ -12,13 +12,18 @@ fgd) are covered the same way through the core engine's timeline.
 from __future__ import annotations
 
 import random
+import sys
 from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from fumarole_sched_kit import priority_class_manifests, queue_manifest
 
 from daemon.manifests import build_snapshot
 from daemon.scheduler.framework.apply import apply_result
@@ -117,29 +122,9 @@ def cluster(seed: int, n_nodes: int) -> list[dict[str, Any]]:
         if rng.random() < 0.2:
             node["spec"] = {"taints": [{"key": "dedicated", "value": "x", "effect": "NoSchedule"}]}
         objs.append(node)
-    objs += [
-        {
-            "apiVersion": "scheduling.k8s.io/v1",
-            "kind": "PriorityClass",
-            "metadata": {"name": "low"},
-            "value": 10,
-        },
-        {
-            "apiVersion": "scheduling.k8s.io/v1",
-            "kind": "PriorityClass",
-            "metadata": {"name": "high"},
-            "value": 100,
-        },
-    ]
+    objs += priority_class_manifests()
     for q in range(2):
-        objs.append(
-            {
-                "apiVersion": "scheduling.volcano.sh/v1beta1",
-                "kind": "Queue",
-                "metadata": {"name": f"q{q}"},
-                "spec": {"weight": q + 1},
-            }
-        )
+        objs.append(queue_manifest(f"q{q}", {"weight": q + 1}))
     for j in range(rng.randint(2, 6)):
         running = [f"n{rng.randrange(n_nodes)}"] if rng.random() < 0.4 else None
         objs += _job(j, rng, running)
