@@ -281,3 +281,16 @@ def queue_manifest(name: str, spec: dict[str, Any]) -> dict[str, Any]:
         "metadata": {"name": name},
         "spec": spec,
     }
+
+
+def first_fit(free: list[int], cpu: int, size: int) -> list[int]:
+    """Places for up to `size` pods of `cpu` each, first fit over `free` (taken from it): the
+    random-cluster builders' running jobs."""
+    spots: list[int] = []
+    for _ in range(size):
+        spot = next((i for i, f in enumerate(free) if f >= cpu), None)
+        if spot is None:
+            break
+        free[spot] -= cpu
+        spots.append(spot)
+    return spots

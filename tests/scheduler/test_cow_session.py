@@ -32,7 +32,7 @@ from daemon.scheduler.model.task import TaskStatus
 from daemon.scheduler.plugins.deviceshare_gpushare import GPU_MEMORY, GPU_NUMBER
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from fumarole_sched_kit import open_session, priority_class_manifests, queue_manifest, run_actions
+from fumarole_sched_kit import first_fit, open_session, priority_class_manifests, queue_manifest, run_actions
 
 _TIER1 = "- plugins: [{name: priority}, {name: gang}, {name: conformance}]\n"
 CONFS = {
@@ -138,14 +138,7 @@ def clusters(draw: st.DrawFn) -> tuple[str, list[dict[str, Any]]]:
         if draw(st.integers(0, 1 if conf == "tdm-shuffle" else 3)) == 0:
             extra["annotations"]["volcano.sh/revocable-zone"] = "*"
         running = (draw(st.booleans()) and pc == "low") or draw(st.integers(0, 3)) == 0
-        spots: list[int] = []
-        if running:
-            for _ in range(size):
-                spot = next((i for i, f in enumerate(free) if f >= cpu), None)
-                if spot is None:
-                    break
-                free[spot] -= cpu
-                spots.append(spot)
+        spots = first_fit(free, cpu, size) if running else []
         phases = ["Pending"] * size
         for p, spot in enumerate(spots):
             phases[p] = draw(st.sampled_from(["Running", "Running", "Running", "Succeeded"]))

@@ -19,7 +19,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from fumarole_sched_kit import priority_class_manifests, queue_manifest
+from fumarole_sched_kit import first_fit, priority_class_manifests, queue_manifest
 
 from daemon.manifests import build_snapshot
 from daemon.scheduler.framework.apply import apply_result
@@ -111,12 +111,7 @@ def clusters(draw: st.DrawFn) -> tuple[str, list[dict[str, Any]], dict[str, int]
         # Running jobs are placed whole only where they fit and respect capabilities.
         placement: list[int] = []
         if running:
-            for _ in range(size):
-                spot = next((i for i, f in enumerate(free) if f >= cpu), None)
-                if spot is None:
-                    break
-                free[spot] -= cpu
-                placement.append(spot)
+            placement = first_fit(free, cpu, size)
             within = all(
                 used.get(name, 0) + cpu * len(placement) <= cap
                 for name, cap in capability.items()

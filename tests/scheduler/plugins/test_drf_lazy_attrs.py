@@ -13,8 +13,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from fumarole_sched_kit import mk_conf, mk_job, mk_node, mk_queue, mk_snapshot, mk_task, open_session
-from test_open_aggregates import job_spec
+from fumarole_sched_kit import mk_conf, open_session
+from test_open_aggregates import job_spec, snapshot_of
 
 from daemon.scheduler.framework.statement import Statement
 from daemon.scheduler.model.resources import Resource
@@ -29,22 +29,7 @@ step = st.tuples(st.integers(0, 50), st.integers(0, 2))
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(job_spec, min_size=1, max_size=6), st.lists(step, max_size=12))
 def test_lazy_drf_attrs_equal_the_eager_ones(jobs_spec: list[Any], steps: list[Any]) -> None:
-    jobs = []
-    for j, (queue, tasks) in enumerate(jobs_spec):
-        job = mk_job(f"j{j}", queue=queue)
-        for i, (status, cpu, extra, moved, removed) in enumerate(tasks):
-            node = "n0" if status not in (TaskStatus.PENDING, TaskStatus.SUCCEEDED, TaskStatus.FAILED) else ""
-            t = mk_task(job, f"j{j}-t{i}", str(cpu), "1Gi", status=status, node=node, extra=extra)
-            if moved is not None:
-                job.update_task_status(t, moved)
-            if removed:
-                job.delete_task(t)
-        jobs.append(job)
-    snap = mk_snapshot(
-        [mk_node("n0", "1000", "1000Gi", extra={"nvidia.com/gpu": "100", "example.com/fpga": "100"})],
-        jobs,
-        [mk_queue("q0"), mk_queue("q1", 2), mk_queue("default")],
-    )
+    snap = snapshot_of(jobs_spec)
     ssn = open_session(snap, mk_conf("allocate", ["drf"]))
     drf: Any = ssn.plugins["drf"]
     assert dict.__len__(drf.attrs) == 0  # nothing made at open

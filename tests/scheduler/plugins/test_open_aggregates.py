@@ -17,6 +17,7 @@ from fumarole_sched_kit import mk_conf, mk_job, mk_node, mk_queue, mk_snapshot, 
 
 from daemon.scheduler.framework.close import update_queue_allocated
 from daemon.scheduler.model.resources import Resource
+from daemon.scheduler.model.snapshot import ClusterSnapshot
 from daemon.scheduler.model.task import ALLOCATED_STATUSES, TaskStatus
 from daemon.scheduler.plugins.util import elastic_resources
 
@@ -48,13 +49,9 @@ task_spec = st.tuples(
 job_spec = st.tuples(st.sampled_from(["q0", "q1", "default"]), st.lists(task_spec, max_size=6))
 
 
-def _exact(r: Resource) -> tuple[Any, Any, dict[str, Any]]:
-    return (r.cpu, r.memory, dict(r.scalars))
-
-
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(st.lists(job_spec, min_size=1, max_size=8))
-def test_open_aggregates_equal_task_by_task_sums(jobs_spec: list[Any]) -> None:
+def snapshot_of(jobs_spec: list[Any]) -> ClusterSnapshot:
+    """One node with room for everything, queues q0, q1 (weight 2) and default, and the jobs of
+    `jobs_spec`: tasks in their status (on the node when placed), then moved or removed."""
     jobs = []
     for j, (queue, tasks) in enumerate(jobs_spec):
         job = mk_job(f"j{j}", queue)
@@ -66,11 +63,21 @@ def test_open_aggregates_equal_task_by_task_sums(jobs_spec: list[Any]) -> None:
             if removed:
                 job.delete_task(t)
         jobs.append(job)
-    snap = mk_snapshot(
+    return mk_snapshot(
         [mk_node("n0", "1000", "1000Gi", extra={"nvidia.com/gpu": "100", "example.com/fpga": "100"})],
         jobs,
         [mk_queue("q0"), mk_queue("q1", 2), mk_queue("default")],
     )
+
+
+def _exact(r: Resource) -> tuple[Any, Any, dict[str, Any]]:
+    return (r.cpu, r.memory, dict(r.scalars))
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(job_spec, min_size=1, max_size=8))
+def test_open_aggregates_equal_task_by_task_sums(jobs_spec: list[Any]) -> None:
+    snap = snapshot_of(jobs_spec)
     ssn = open_session(snap, mk_conf("allocate", ["drf", "proportion"]))
     drf: Any = ssn.plugins["drf"]
     proportion: Any = ssn.plugins["proportion"]
