@@ -58,6 +58,15 @@ _UNCLAIMED = _Unclaimed()
 _NO_CLASSES: dict[str, PriorityClassInfo] = {}
 
 
+def _group_name(p: Pod, mine: bool) -> str:
+    """The pod's PodGroup name: its annotation, else (a pod of ours) the PodGroup controller's
+    `podgroup-<owner or pod uid>`, else none."""
+    gname = p.annotations.get(GROUP_NAME_KEY, "")
+    if not gname and mine:
+        gname = "podgroup-" + (p.owner_uid or p.uid)
+    return str(gname)
+
+
 class _Builder:
     """The objects classified so far, then the snapshot built from them."""
 
@@ -100,9 +109,7 @@ class _Builder:
         mine = p.spec.scheduler_name in self.scheduler_names
         if not mine and not p.spec.node_name:
             return
-        gname = p.annotations.get(GROUP_NAME_KEY, "")
-        if not gname and mine:
-            gname = "podgroup-" + (p.owner_uid or p.uid)
+        gname = _group_name(p, mine)
         self.tasks_ahead[id(p)] = pod_task(p, f"{p.namespace}/{gname}" if gname else "", _NO_CLASSES)
 
     def build(self) -> ClusterSnapshot:
@@ -168,9 +175,8 @@ class _Builder:
         # Pods of ours without a group get the PodGroup controller's group (unless one exists).
         group_of: list[str] = []
         for p in pods:
-            gname = p.annotations.get(GROUP_NAME_KEY, "")
-            if not gname and p.spec.scheduler_name in ours:
-                gname = "podgroup-" + (p.owner_uid or p.uid)
+            gname = _group_name(p, p.spec.scheduler_name in ours)
+            if gname and not p.annotations.get(GROUP_NAME_KEY, ""):
                 key = f"{p.namespace}/{gname}"
                 if key not in groups:
                     groups[key] = normal_pod_group(p, gname)
