@@ -12,7 +12,7 @@ same jobs in the same order as the last one, the objects are compared at C speed
 
 When the caller passes the projection's `generation` and it is the one of the last update, the
 jobs are the same objects (the projection's contract, which `session_memo.py` relies on too) and
-the pass is skipped.  `tests/runtime/test_job_tally.py` checks every figure against the
+the pass is skipped.  `tests/cache/test_cache_job_tally.py` checks every figure against the
 recomputation over random event sequences.
 """
 
@@ -40,7 +40,7 @@ class _Job:
 
     def __init__(self, job: JobInfo) -> None:
         self.job = job
-        tasks = job.tasks
+        tasks = job.peek_tasks()
         self.tasks = len(tasks)
         bound = pending = 0
         by_key: dict[str, TaskInfo] = {}
