@@ -51,6 +51,7 @@ __all__ = [
     "ClusterSource",
     "Decision",
     "LiveCluster",
+    "PipelinedSink",
     "ReportingSink",
     "SimulatedCluster",
     "Submit",
@@ -151,6 +152,25 @@ class ReportingSink(ClusterSink, Protocol):
 
     async def report(self, seq: int, event: Any) -> None:
         """Write one PodGroup status change, job explanation or queue figures (by its seq)."""
+        ...
+
+
+@runtime_checkable
+class PipelinedSink(ReportingSink, Protocol):
+    """A reporting sink that takes many decisions at once and orders its own calls (a live cluster).
+
+    The dispatcher hands it every row in log order through `admit` (synchronous, before the row's
+    `apply` or `report` starts), then runs each row's `apply` / `report` as its own task; `report`
+    returns once its write is done (or found unnecessary, or covered by a newer report's write).
+    `run()` is the sink's own background work (its Event writer), run beside the dispatcher.
+    """
+
+    def admit(self, seq: int, event: Any) -> None:
+        """Note a row handed over (log order), before its `apply` or `report` runs."""
+        ...
+
+    async def run(self) -> None:
+        """The sink's background work, until cancelled."""
         ...
 
 

@@ -108,6 +108,7 @@ class Service:
                 kubeconfig=s.kubeconfig,
                 scheduler_names=s.scheduler_names,
                 concurrency=s.kube_concurrency,
+                concurrency_max=s.kube_concurrency_max,
                 lease=lease,
             )
         from daemon.adapters.simulator import Simulator

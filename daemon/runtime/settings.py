@@ -44,7 +44,8 @@ class Settings(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     progress_every: float = 1.0  # wall seconds between progress lines
     kubeconfig: str = ""  # kubernetes: kubeconfig file ("" = $KUBECONFIG, ~/.kube/config, or in-cluster)
     scheduler_names: tuple[str, ...] = ("volcano",)  # kubernetes: the pods we schedule (spec.schedulerName)
-    kube_concurrency: int = 16  # kubernetes: API calls (binds, evictions, statuses) in flight at once
+    kube_concurrency: int = 32  # kubernetes: API calls in flight at first (the adaptive limit starts here)
+    kube_concurrency_max: int = 512  # kubernetes: the adaptive limit never goes above this
     leader_elect: bool = True  # kubernetes: hold a coordination.k8s.io Lease to decide (replicas stand by)
     lease_name: str = "fumarole"
     lease_namespace: str = ""  # "" = the pod's namespace in a cluster, else "default"
@@ -174,6 +175,11 @@ def check_settings(s: Settings) -> None:
         raise SettingsError(f"lease_duration: must be at least 1 second, got {s.lease_duration}")
     if s.kube_concurrency < 1:
         raise SettingsError(f"kube_concurrency: must be at least 1, got {s.kube_concurrency}")
+    if s.kube_concurrency_max < s.kube_concurrency:
+        raise SettingsError(
+            f"kube_concurrency_max: must be at least kube_concurrency ({s.kube_concurrency}), "
+            f"got {s.kube_concurrency_max}"
+        )
     if s.adapter == "kubernetes" and not s.scheduler_names:
         raise SettingsError("scheduler_names: name at least one scheduler (e.g. volcano)")
     host, _ = split_listen(s.listen)

@@ -27,6 +27,7 @@ from daemon.adapters.kubernetes.client import (
     KubeTransientError,
     Permission,
 )
+from daemon.adapters.kubernetes.flow import AdaptiveLimit
 from daemon.adapters.kubernetes.leader import LeaseElector
 from daemon.adapters.kubernetes.sink import KubeSink
 from daemon.adapters.kubernetes.source import KubeSource
@@ -73,12 +74,14 @@ class KubernetesCluster:
         *,
         kubeconfig: str,
         scheduler_names: Iterable[str],
-        concurrency: int = 16,
+        concurrency: int = 32,
+        concurrency_max: int = 512,
         lease: LeaseSettings | None = None,
     ) -> None:
         self.kubeconfig = kubeconfig
         self.scheduler_names = tuple(scheduler_names)
         self.concurrency = concurrency
+        self.concurrency_max = max(concurrency, concurrency_max)
         self.lease = lease
         self.elector: LeaseElector | None = None
         self._api: KubeApi | None = None
@@ -112,8 +115,14 @@ class KubernetesCluster:
             api,
             scheduler_name=self.scheduler_names[0] if self.scheduler_names else "volcano",
             may_act=self.may_act,
+            limit=AdaptiveLimit(
+                initial=self.concurrency,
+                minimum=min(4, self.concurrency),
+                maximum=self.concurrency_max,
+            ),
         )
         self._source.resume(self._facts)
+        self._sink.observe(self._facts)
         self._facts = []
 
     @property
@@ -161,12 +170,25 @@ class KubernetesCluster:
             self._facts = list(facts)
         else:
             self._source.resume(facts)
+            self.sink.observe(facts)
 
     async def list_all(self) -> tuple[list[ObservedEvent], list[str | None]]:
-        return await self.source.list_all()
+        events, keys = await self.source.list_all()
+        self.sink.observe(events)
+        return events, keys
 
     async def watch(self, submit: Submit) -> None:
-        await self.source.run(submit)
+        async def observed(events: list[ObservedEvent], keys: list[str | None]) -> None:
+            self.sink.observe(events)
+            await submit(events, keys)
+
+        await self.source.run(observed)
+
+    def admit(self, seq: int, event: Any) -> None:
+        self.sink.admit(seq, event)
+
+    async def run(self) -> None:
+        await self.sink.run()
 
     async def apply(
         self, seq: int, decision: BindDecided | EvictDecided

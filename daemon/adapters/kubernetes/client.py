@@ -2,10 +2,15 @@
 
 Credentials come from kubernetes_asyncio's loaders: the kubeconfig named by the `kubeconfig`
 setting (flag `--kubeconfig`), else `$KUBECONFIG`, else `~/.kube/config` when it exists, else the
-in-cluster service-account configuration (inside a pod).  Requests go through the client's
-`ApiClient.call_api` without preloading content (the generated models cannot parse the Status a
-`pods/binding` answers with, and decoding 10,000 pods into models and back would be waste): the
-adapter reads and writes plain JSON maps.
+in-cluster service-account configuration (inside a pod).  Requests do not go through the
+generated client (its `call_api` costs more of the interpreter than the HTTP exchange itself, and
+its models cannot parse the Status a `pods/binding` answers with): the adapter keeps its own
+aiohttp session, built with the kubeconfig's TLS settings and asking the client's configuration
+for the credentials' headers (at most every 10 s, so a refreshing token is refreshed), and reads
+and writes plain JSON maps with msgspec.  The session puts no limit on connections: how many
+calls are in flight is the sink's adaptive limit's business (flow.py).  HTTP/1.1 with keep-alive,
+one connection per call in flight; docs/kubernetes.md gives the measurements behind choosing
+aiohttp over an HTTP/2 client.
 
 `KubeApi.preflight()` is the start-up check: it waits for the server (a repeated log line, with
 backoff, while it cannot be reached), then fails with `KubeSetupError` naming what is wrong when
@@ -19,12 +24,15 @@ import asyncio
 import json
 import logging
 import os
+import ssl
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import aiohttp
+import msgspec
 
 log = logging.getLogger("fumarole.kubernetes")
 
@@ -98,6 +106,13 @@ class KubeApi:
     def __init__(self, api_client: Any, server: str) -> None:
         self.api_client = api_client
         self.server = server
+        self._base = server.rstrip("/")
+        self._session: aiohttp.ClientSession | None = None
+        self._proxy: str | None = None
+        self._server_hostname: str | None = None
+        self._auth: dict[str, str] | None = None
+        self._auth_at = 0.0
+        self.calls = 0  # requests sent (every attempt), for the dispatcher's figures
 
     @classmethod
     async def connect(cls, kubeconfig: str) -> KubeApi:
@@ -129,12 +144,46 @@ class KubeApi:
             ) from None
         if not cfg.host:
             raise KubeSetupError(f"{where}: no server address")
-        cfg.connection_pool_maxsize = 64
         log.info("Kubernetes credentials from %s; server %s", where, cfg.host)
         return cls(client.ApiClient(configuration=cfg), cfg.host)
 
     async def close(self) -> None:
+        if self._session is not None and not self._session.closed:
+            await self._session.close()
         await self.api_client.close()
+
+    def _client_session(self) -> aiohttp.ClientSession:
+        """Our own aiohttp session, with the kubeconfig's TLS settings (see the module notes)."""
+        if self._session is None:
+            cfg = self.api_client.configuration
+            ctx = ssl.create_default_context(cafile=cfg.ssl_ca_cert)
+            if cfg.cert_file:
+                ctx.load_cert_chain(cfg.cert_file, keyfile=cfg.key_file)
+            if not cfg.verify_ssl:
+                ctx.check_hostname = False
+                ctx.verify_mode = ssl.CERT_NONE
+            # No connection limit here: the sink's adaptive limit (flow.py) decides how many calls
+            # are in flight; keep-alive reuses the connections it opened.
+            connector = aiohttp.TCPConnector(limit=0, ssl=ctx, keepalive_timeout=60)
+            self._session = aiohttp.ClientSession(
+                connector=connector, read_bufsize=2**21, skip_auto_headers=("User-Agent",)
+            )
+            self._proxy = cfg.proxy or None
+            self._server_hostname = getattr(cfg, "tls_server_name", None) or None
+        return self._session
+
+    async def _auth_headers(self) -> dict[str, str]:
+        """The credentials' headers, asked of the client's configuration at most every 10 s (a
+        refreshing token source, as in-cluster service-account tokens are, is asked again then)."""
+        now = time.monotonic()
+        if self._auth is None or now - self._auth_at > 10.0:
+            settings = await self.api_client.configuration.auth_settings()
+            headers: dict[str, str] = {}
+            for entry in settings.values():
+                if entry.get("in") == "header" and entry.get("value"):
+                    headers[entry["key"]] = entry["value"]
+            self._auth, self._auth_at = headers, now
+        return self._auth
 
     async def _call(
         self,
@@ -145,17 +194,23 @@ class KubeApi:
         content_type: str,
         timeout: Any,
     ) -> aiohttp.ClientResponse:
+        session = self._client_session()
+        headers = {"Accept": "application/json", "Content-Type": content_type, **await self._auth_headers()}
         params = [(k, _q(v)) for k, v in (query or {}).items() if v is not None]
+        if not isinstance(timeout, aiohttp.ClientTimeout):
+            timeout = aiohttp.ClientTimeout(total=timeout)
+        data = None if body is None else (body if isinstance(body, bytes) else _encode(body))
+        self.calls += 1
         try:
-            resp: aiohttp.ClientResponse = await self.api_client.call_api(
-                path,
+            resp = await session.request(
                 method,
-                query_params=params,
-                header_params={"Accept": "application/json", "Content-Type": content_type},
-                body=body,
-                auth_settings=["BearerToken"],
-                _preload_content=False,
-                _request_timeout=timeout,
+                self._base + path,
+                params=params or None,
+                data=data,
+                headers=headers,
+                timeout=timeout,
+                proxy=self._proxy,
+                server_hostname=self._server_hostname,
             )
         except (aiohttp.ClientError, OSError, TimeoutError) as e:
             raise KubeTransientError(f"{method} {path}: {type(e).__name__}: {e}") from None
@@ -172,6 +227,22 @@ class KubeApi:
         timeout: float = 60.0,
     ) -> tuple[int, Any]:
         """(HTTP status, decoded JSON body or None); KubeTransientError when the server cannot be reached."""
+        code, data, _ = await self.request_full(
+            method, path, query=query, body=body, content_type=content_type, timeout=timeout
+        )
+        return code, data
+
+    async def request_full(
+        self,
+        method: str,
+        path: str,
+        *,
+        query: dict[str, Any] | None = None,
+        body: Any = None,
+        content_type: str = "application/json",
+        timeout: float = 60.0,
+    ) -> tuple[int, Any, float | None]:
+        """As `request`, plus the seconds of a `Retry-After` header (None without one)."""
         resp = await self._call(method, path, query, body, content_type, timeout)
         try:
             raw = await resp.read()
@@ -180,10 +251,10 @@ class KubeApi:
         finally:
             resp.release()
         try:
-            data = json.loads(raw) if raw else None
-        except ValueError:
+            data = _decode(raw) if raw else None
+        except msgspec.DecodeError:
             data = {"message": raw[:500].decode(errors="replace")}
-        return resp.status, data
+        return resp.status, data, _retry_after(resp.headers.get("Retry-After"))
 
     async def open_watch(self, path: str, query: dict[str, Any]) -> aiohttp.ClientResponse:
         """An open watch stream (the caller reads lines and releases it)."""
@@ -266,6 +337,20 @@ def message_of(body: Any) -> str:
         if msg:
             return str(msg)
     return json.dumps(body)[:300] if body is not None else "(no body)"
+
+
+_encode = msgspec.json.Encoder().encode
+_decode = msgspec.json.Decoder().decode
+
+
+def _retry_after(value: str | None) -> float | None:
+    """A Retry-After header's seconds (the API server sends whole seconds); None if absent or odd."""
+    if not value:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        return None
 
 
 def _q(v: Any) -> Any:

@@ -1,45 +1,83 @@
-"""The Kubernetes sink: committed decisions become API calls, as Volcano's scheduler makes them.
+"""The Kubernetes sink: committed decisions become API calls, as Volcano's scheduler makes them, as
+fast as the API server takes them.
 
-Binds (`apply` of a BindDecided): POST `pods/NAME/binding` with a Binding naming the pod's uid and
-carrying the decision's annotations (deviceshare's card choice) — the API server copies a
-Binding's annotations onto the pod, which is how Volcano's DefaultBinder writes them — then a
-`Scheduled` Event ("Successfully assigned NS/NAME to NODE").  Outcomes: 201 is a success; a 409
-whose pod turns out to be bound to the decided node already (a decision forwarded again after a
-restart) is a success too; a pod that is gone (404) or was recreated (another uid), or bound
-elsewhere, is a failed outcome carrying the API's message, never retried; transient errors
-(unreachable server, 429, 5xx) are retried with backoff up to `retries` times, then failed.
+What is written, per decision (Volcano's binder, evictor, job updater and recorder):
 
-Evictions (an EvictDecided): as Volcano's evictor: an `Evict` Warning Event ("Pod is evicted,
-because of REASON"), the pod's conditions `Ready=False (Evict)` and `DisruptionTarget=True
-(PreemptionByScheduler)` written through `pods/NAME/status`, then DELETE with the pod's uid as a
-precondition and its own grace period.  A pod already gone, or recreated under another uid, is a
-successful no-op (the adapter contract).
+- A bind (`apply` of a BindDecided): POST `pods/NAME/binding` with a Binding naming the pod's uid
+  and carrying the decision's annotations (deviceshare's card choice; the API server copies a
+  Binding's annotations onto the pod, as Volcano's DefaultBinder relies on), then a `Scheduled`
+  Event ("Successfully assigned NS/NAME to NODE").  201 is a success; a 409 whose pod turns out
+  to be bound to the decided node already (a decision forwarded again after a restart) is a
+  success too; a pod gone (404), recreated (another uid) or bound elsewhere is a failed outcome
+  carrying the API's message, never retried.
+- An eviction (an EvictDecided), as Volcano's evictor: an `Evict` Warning Event ("Pod is evicted,
+  because of REASON"), the conditions `Ready=False (Evict)` and `DisruptionTarget=True
+  (PreemptionByScheduler)` written through `pods/NAME/status`, then DELETE with the pod's uid as
+  a precondition and its own grace period.  A pod already gone, or recreated under another uid,
+  is a successful no-op.
+- Reports (`report`, no outcome): a PodGroupStatusChanged is written onto the PodGroup (a merge
+  patch of `status`; Volcano's PodGroup CRD has no status subresource); a QueueFiguresRecorded
+  writes the queues' status through `queues/NAME/status`; a JobExplained sets, on each pending pod
+  it names, `PodScheduled=False, reason Unschedulable` with our why-pending message and records a
+  `FailedScheduling` Warning Event (only when the message changed, as Volcano's
+  taskUnschedulable does).  Bodies and comparisons: status_writes.py.
 
-Reports (`report` of the other decisions, best effort, no outcome): a PodGroupStatusChanged is
-written onto the PodGroup itself (a merge patch of `status`: phase, conditions, running/succeeded/
-failed; Volcano's PodGroup CRD has no status subresource); a JobExplained sets, on each pending
-pod it names, the condition `PodScheduled=False, reason Unschedulable` with our why-pending
-message and records a `FailedScheduling` Warning Event (only when the message changed, as
-Volcano's taskUnschedulable does); a QueueFiguresRecorded writes each queue's `status.allocated`
-through `queues/NAME/status` when it changed (Volcano's session close does the same).
+How (issue 22: the API server, not the sink, must be the limit):
+
+- Every call takes a slot of one `PrioritySlots` under an `AdaptiveLimit` (flow.py): binds and
+  evictions first, then PodGroup/Queue statuses, then pods' conditions, then Events; within a
+  lane, older decisions first.  The limit grows while the server answers as fast as usual and is
+  cut on 429, 5xx, timeouts and rising latency; a 429's Retry-After pauses new calls.  Transient
+  failures (unreachable, 408, 429, 5xx) are retried with backoff up to `retries` times, then a
+  decision fails with the last reason.
+- Events go through an EventRecorder (events.py: client-go's correlator — aggregation, identical
+  events as count patches, the per-object spam filter — and its bounded, dropping queue), at the
+  lowest priority, off the path of the binds.  A Scheduled Event's name is derived from the pod's
+  uid and the decision's log seq, so a decision forwarded again after a crash neither writes a
+  second Event nor loses one.
+- Statuses are coalesced per object: a PodGroup (or Queue) status waiting to be written is
+  replaced by a newer one; it is written only after every bind and eviction the dispatcher
+  handed over before it for that PodGroup (or in that queue) has been answered (`admit`), and only
+  when it differs from the newer of what we last wrote (a write-through memory with the
+  resourceVersion the write answered) and what the API holds (the source's copy, newer than our
+  write).  The watch's copy of our own earlier write, arriving late, no longer causes a rewrite.
+- A pod's why-pending message is written only when it differs from the last one we wrote or the
+  one its PodScheduled condition in the API carries (so a restart does not repeat them).
 
 Nothing here runs before its decision is committed to the log: the dispatcher reads decisions
-from the log.  With leader election, a replica that does not hold the lease acts on nothing: its
-decisions get failed outcomes ("not the leader") and its reports are dropped.  The sink reports
-no facts back: the watch brings the pods' new state.
+from the log.  `may_act()` (leader election) is asked before every action; a replica that does
+not lead acts on nothing.  The sink reports no facts back: the watch brings the pods' new state.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import logging
+import time
 import uuid
-from collections.abc import Awaitable, Callable
+from collections import Counter
+from collections.abc import Awaitable, Callable, Iterable
+from dataclasses import dataclass, field
 from typing import Any
 
 import anyio
 
 from daemon.adapters.kubernetes.client import TRANSIENT_CODES, KubeApi, KubeTransientError, message_of
+from daemon.adapters.kubernetes.events import EventRecorder, ObjectRef
+from daemon.adapters.kubernetes.flow import (
+    LANE_CONDITIONS,
+    LANE_DECISIONS,
+    LANE_EVENTS,
+    LANE_STATUS,
+    AdaptiveLimit,
+    PrioritySlots,
+)
+from daemon.adapters.kubernetes.status_writes import (
+    podgroup_status_body,
+    podgroup_status_equal,
+    queue_status_bodies,
+    queue_status_equal,
+)
 from store.events import (
     BindDecided,
     BindFailed,
@@ -51,14 +89,19 @@ from store.events import (
     ObservedEvent,
     OutcomeEvent,
     PodGroupStatusChanged,
+    PodGroupUpserted,
+    PodUpserted,
     QueueFiguresRecorded,
+    QueueUpserted,
 )
+from store.events.base import EventBase
 
 log = logging.getLogger("fumarole.kubernetes.sink")
 
 COMPONENT = "volcano"  # the Events' source component, as Volcano's scheduler names itself
 SMP = "application/strategic-merge-patch+json"
 MERGE = "application/merge-patch+json"
+VOLCANO = "/apis/scheduling.volcano.sh/v1beta1"
 
 
 def _now() -> str:
@@ -67,6 +110,42 @@ def _now() -> str:
 
 def _pod_path(ns: str, name: str, sub: str = "") -> str:
     return f"/api/v1/namespaces/{ns}/pods/{name}" + (f"/{sub}" if sub else "")
+
+
+def _rv(body: Any) -> int:
+    """An object's resourceVersion as an integer (etcd's revision), 0 when absent or odd."""
+    if isinstance(body, dict):
+        rv = (body.get("metadata") or {}).get("resourceVersion", "")
+        if isinstance(rv, str) and rv.isdigit():
+            return int(rv)
+    return 0
+
+
+@dataclass(slots=True)
+class _Known:
+    """A status as last written by us or last seen in the API, with the resourceVersion it had."""
+
+    status: dict[str, Any]
+    rv: int
+
+
+@dataclass(slots=True)
+class _StatusSlot:
+    """One object's status writes: the newest wanted status, and the reports its write covers."""
+
+    desired: Any = None
+    order: int = 0
+    waiters: list[anyio.Event] = field(default_factory=list)
+    writing: bool = False
+
+
+@dataclass(slots=True)
+class SinkCounters:
+    """API writes by kind and the writes spared (for the dispatcher's figures and /metrics)."""
+
+    writes: Counter[str] = field(default_factory=Counter)
+    spared: Counter[str] = field(default_factory=Counter)
+    retries: int = 0
 
 
 class KubeSink:
@@ -80,6 +159,8 @@ class KubeSink:
         instance: str = "",
         sleep: Callable[[float], Awaitable[Any]] = anyio.sleep,
         may_act: Callable[[], Awaitable[bool]] | None = None,
+        limit: AdaptiveLimit | None = None,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.api = api
         self.may_act = may_act or _always
@@ -88,43 +169,127 @@ class KubeSink:
         self.scheduler_name = scheduler_name
         self.instance = instance or f"fumarole-{uuid.uuid4().hex[:8]}"
         self.sleep = sleep
-        self._unschedulable: dict[tuple[str, str], str] = {}
-        self._queue_allocated: dict[str, dict[str, str]] = {}
+        self.clock = clock
+        self.slots = PrioritySlots(limit or AdaptiveLimit(), clock=clock)
+        self.counters = SinkCounters()
+        self.events = EventRecorder(component=COMPONENT, instance=self.instance)
+        # Binds and evictions handed over (admitted) and not yet answered, per job and per queue.
+        self._acting_jobs: Counter[str] = Counter()
+        self._acting_queues: Counter[str] = Counter()
+        self._quiet = anyio.Event()  # set (and replaced) whenever an action ends
+        self._podgroups: dict[tuple[str, str], _StatusSlot] = {}
+        self._queues: dict[str, _StatusSlot] = {}
+        self._pg_written: dict[tuple[str, str], _Known] = {}
+        self._pg_api: dict[tuple[str, str], _Known] = {}
+        self._queue_written: dict[str, _Known] = {}
+        self._queue_api: dict[str, _Known] = {}
+        self._unschedulable: dict[tuple[str, str], str] = {}  # pod -> why-pending message written/seen
 
-    async def _call(self, method: str, path: str, **kw: Any) -> tuple[int, Any]:
-        """A request retried on transient failures; (status, body), status 0 when it never got through."""
+    # ------------------------------------------------------------------ what the API holds
+    def observe(self, events: Iterable[EventBase]) -> None:
+        """Learn what the API holds from the source's listings, watches and the log on resume:
+        PodGroup and Queue statuses (with resourceVersions) and pods' why-pending conditions."""
+        for e in events:
+            if isinstance(e, PodGroupUpserted):
+                status = e.manifest.get("status")
+                if isinstance(status, dict):
+                    self._pg_api[(e.namespace, e.name)] = _Known(status, _rv(e.manifest))
+            elif isinstance(e, QueueUpserted):
+                status = e.manifest.get("status")
+                if isinstance(status, dict):
+                    self._queue_api[e.name] = _Known(status, _rv(e.manifest))
+            elif isinstance(e, PodUpserted):
+                message = _unschedulable_message(e.manifest)
+                key = (e.namespace, e.name)
+                if message is not None:
+                    self._unschedulable[key] = message
+                elif (e.manifest.get("spec") or {}).get("nodeName"):
+                    self._unschedulable.pop(key, None)
+
+    # ------------------------------------------------------------------ calls
+    async def _call(
+        self, lane: int, order: int, method: str, path: str, *, kind: str, **kw: Any
+    ) -> tuple[int, Any]:
+        """One API call under flow control, retried on transient failures; (status, body), status 0
+        when it never got through."""
         delay = self.backoff
         why = ""
         for attempt in range(self.retries + 1):
+            await self.slots.acquire(lane, order)
+            t0 = self.clock()
             try:
-                code, body = await self.api.request(method, path, **kw)
+                code, body, retry_after = await self.api.request_full(method, path, **kw)
             except KubeTransientError as e:
+                self.slots.release(self.clock() - t0, overloaded=True)
                 why = str(e)
+            except BaseException:
+                self.slots.release(self.clock() - t0)
+                raise
             else:
-                if code not in TRANSIENT_CODES:
+                overloaded = code in TRANSIENT_CODES
+                self.slots.release(self.clock() - t0, overloaded=overloaded, retry_after=retry_after)
+                if method != "GET":
+                    self.counters.writes[kind] += 1
+                if not overloaded:
                     return code, body
                 why = f"{code} {message_of(body)}"
+                if retry_after:
+                    delay = max(delay, retry_after)
             if attempt < self.retries:
+                self.counters.retries += 1
                 log.info("%s %s: %s; retry %d in %.1fs", method, path, why, attempt + 1, delay)
                 await self.sleep(delay)
                 delay = min(delay * 2, 5.0)
         return 0, {"message": f"gave up after {self.retries + 1} attempts: {why}"}
 
+    async def run(self) -> None:
+        """The Event writer (lowest lane) until cancelled."""
+        await self.events.run(self._send_event)
+
+    async def _send_event(self, method: str, path: str, body: Any, content_type: str) -> tuple[int, Any]:
+        return await self._call(
+            LANE_EVENTS, 0, method, path, kind="events", body=body, content_type=content_type
+        )
+
+    # ------------------------------------------------------------------ ordering
+    def admit(self, seq: int, event: Any) -> None:
+        """Called by the dispatcher for every row it hands over, in log order, before `apply` or
+        `report`: counts the binds and evictions in flight per job and queue, so a status waits
+        for the actions decided before it."""
+        if isinstance(event, BindDecided | EvictDecided):
+            self._acting_jobs[event.job] += 1
+            self._acting_queues[event.queue] += 1
+
+    def _acted(self, d: BindDecided | EvictDecided) -> None:
+        for counter, key in ((self._acting_jobs, d.job), (self._acting_queues, d.queue)):
+            counter[key] -= 1
+            if counter[key] <= 0:
+                del counter[key]
+        prev, self._quiet = self._quiet, anyio.Event()
+        prev.set()
+
+    async def _until_quiet(self, counter: Counter[str], key: str) -> None:
+        while counter.get(key, 0) > 0:
+            await self._quiet.wait()
+
     # ------------------------------------------------------------------ decisions with outcomes
     async def apply(
         self, seq: int, decision: BindDecided | EvictDecided
     ) -> tuple[OutcomeEvent, list[ObservedEvent]]:
-        if not await self.may_act():  # decided just before the lease was lost: another replica decides now
-            why = "not the leader any more: another replica holds the lease"
-            d = decision
-            if isinstance(d, BindDecided):
-                return BindFailed(
-                    decision_seq=seq, namespace=d.namespace, name=d.name, node=d.node, reason=why
-                ), []
-            return EvictFailed(decision_seq=seq, namespace=d.namespace, name=d.name, reason=why), []
-        if isinstance(decision, BindDecided):
-            return await self._bind(seq, decision), []
-        return await self._evict(seq, decision), []
+        try:
+            if not await self.may_act():  # decided just before the lease was lost
+                why = "not the leader any more: another replica holds the lease"
+                d = decision
+                if isinstance(d, BindDecided):
+                    return BindFailed(
+                        decision_seq=seq, namespace=d.namespace, name=d.name, node=d.node, reason=why
+                    ), []
+                return EvictFailed(decision_seq=seq, namespace=d.namespace, name=d.name, reason=why), []
+            if isinstance(decision, BindDecided):
+                return await self._bind(seq, decision), []
+            return await self._evict(seq, decision), []
+        finally:
+            self._acted(decision)
 
     async def _bind(self, seq: int, d: BindDecided) -> OutcomeEvent:
         binding: dict[str, Any] = {
@@ -137,30 +302,41 @@ class KubeSink:
             binding["metadata"]["uid"] = d.uid
         if d.annotations:
             binding["metadata"]["annotations"] = dict(d.annotations)
-        code, body = await self._call("POST", _pod_path(d.namespace, d.name, "binding"), body=binding)
+        code, body = await self._call(
+            LANE_DECISIONS,
+            seq,
+            "POST",
+            _pod_path(d.namespace, d.name, "binding"),
+            kind="bindings",
+            body=binding,
+        )
 
         def failed(reason: str) -> OutcomeEvent:
             return BindFailed(
                 decision_seq=seq, namespace=d.namespace, name=d.name, node=d.node, reason=reason
             )
 
-        if code in (200, 201):
+        def succeeded() -> OutcomeEvent:
             self._unschedulable.pop((d.namespace, d.name), None)
-            await self._event(
-                d.namespace,
-                d.name,
-                d.uid,
+            self.events.record(
+                ObjectRef("Pod", d.namespace, d.name, d.uid, "v1"),
                 "Normal",
                 "Scheduled",
                 f"Successfully assigned {d.namespace}/{d.name} to {d.node}",
+                dedup_token=f"{d.uid}/{seq}",
             )
             return BindSucceeded(decision_seq=seq, namespace=d.namespace, name=d.name, node=d.node)
+
+        if code in (200, 201):
+            return succeeded()
         if code == 409:
-            pcode, pod = await self._call("GET", _pod_path(d.namespace, d.name))
+            pcode, pod = await self._call(
+                LANE_DECISIONS, seq, "GET", _pod_path(d.namespace, d.name), kind="pods"
+            )
             if pcode == 200:
                 meta, spec = pod.get("metadata") or {}, pod.get("spec") or {}
                 if (not d.uid or meta.get("uid") == d.uid) and spec.get("nodeName") == d.node:
-                    return BindSucceeded(decision_seq=seq, namespace=d.namespace, name=d.name, node=d.node)
+                    return succeeded()
             return failed(f"409 Conflict: {message_of(body)}")
         if code == 0:
             return failed(f"transient: {message_of(body)}")
@@ -173,7 +349,7 @@ class KubeSink:
         def failed(reason: str) -> OutcomeEvent:
             return EvictFailed(decision_seq=seq, namespace=d.namespace, name=d.name, reason=reason)
 
-        code, pod = await self._call("GET", _pod_path(d.namespace, d.name))
+        code, pod = await self._call(LANE_DECISIONS, seq, "GET", _pod_path(d.namespace, d.name), kind="pods")
         if code == 404:
             return ok()
         if code != 200:
@@ -182,7 +358,13 @@ class KubeSink:
         if d.uid and uid != d.uid:
             return ok()
         message = f"Pod is evicted, because of {d.reason}"
-        await self._event(d.namespace, d.name, uid, "Warning", "Evict", message)
+        self.events.record(
+            ObjectRef("Pod", d.namespace, d.name, uid, "v1"),
+            "Warning",
+            "Evict",
+            message,
+            dedup_token=f"{uid}/{seq}",
+        )
         patch = {
             "metadata": {"uid": uid},
             "status": {
@@ -199,15 +381,24 @@ class KubeSink:
             },
         }
         scode, sbody = await self._call(
-            "PATCH", _pod_path(d.namespace, d.name, "status"), body=patch, content_type=SMP
+            LANE_DECISIONS,
+            seq,
+            "PATCH",
+            _pod_path(d.namespace, d.name, "status"),
+            kind="pods/status",
+            body=patch,
+            content_type=SMP,
         )
         if scode == 404:
             return ok()
         if scode not in (200, 201):
             log.warning("evict %s/%s: status update: %s %s", d.namespace, d.name, scode, message_of(sbody))
         dcode, dbody = await self._call(
+            LANE_DECISIONS,
+            seq,
             "DELETE",
             _pod_path(d.namespace, d.name),
+            kind="pods",
             body={"apiVersion": "v1", "kind": "DeleteOptions", "preconditions": {"uid": uid}},
         )
         if dcode in (200, 202, 404):
@@ -218,61 +409,92 @@ class KubeSink:
 
     # ------------------------------------------------------------------ reports (no outcome)
     async def report(self, seq: int, event: Any) -> None:
+        """Write what a reported decision says; returns once it is written, found unnecessary, or
+        covered by a newer report's write (see the module notes)."""
         if not await self.may_act():
             return
         if isinstance(event, PodGroupStatusChanged):
-            await self._podgroup_status(event)
+            key = (event.namespace, event.name)
+            slot = self._podgroups.setdefault(key, _StatusSlot())
+            await self._coalesced(slot, seq, event, self._write_podgroup, self._podgroups, key)
         elif isinstance(event, JobExplained):
-            await self._unschedulable_pods(event)
+            await self._unschedulable_pods(seq, event)
         elif isinstance(event, QueueFiguresRecorded):
-            await self._queue_status(event)
+            bodies = queue_status_bodies(event)
+            async with anyio.create_task_group() as tg:
+                for name, status in sorted(bodies.items()):
+                    qslot = self._queues.setdefault(name, _StatusSlot())
+                    tg.start_soon(
+                        self._coalesced, qslot, seq, (name, status), self._write_queue, self._queues, name
+                    )
 
-    async def _queue_status(self, e: QueueFiguresRecorded) -> None:
-        """Queue `status.allocated`, as Volcano's session close writes it (only what changed)."""
-        for name, figures in sorted(e.queues.items()):
-            allocated = dict(figures.allocated)
-            before = self._queue_allocated.get(name)
-            if before == allocated:
-                continue
-            patch: dict[str, Any] = dict(allocated)
-            for gone in (before or {}).keys() - allocated.keys():
-                patch[gone] = None
-            path = f"/apis/scheduling.volcano.sh/v1beta1/queues/{name}/status"
-            code, body = await self._call(
-                "PATCH", path, body={"status": {"allocated": patch}}, content_type=MERGE
-            )
-            if code in (200, 201):
-                self._queue_allocated[name] = allocated
-            elif code != 404:
-                log.warning("queue %s status: %s %s", name, code, message_of(body))
+    async def _coalesced(
+        self,
+        slot: _StatusSlot,
+        seq: int,
+        desired: Any,
+        write: Callable[[int, Any], Awaitable[None]],
+        slots: dict[Any, _StatusSlot],
+        key: Any,
+    ) -> None:
+        done = anyio.Event()
+        slot.desired, slot.order = desired, seq
+        slot.waiters.append(done)
+        if slot.writing:
+            await done.wait()
+            return
+        slot.writing = True
+        try:
+            while slot.desired is not None:
+                want, order, waiters = slot.desired, slot.order, slot.waiters
+                await write(order, want)
+                if slot.desired is want:
+                    slot.desired = None
+                slot.waiters = [w for w in slot.waiters if w not in waiters]
+                for w in waiters:
+                    w.set()
+        finally:
+            slot.writing = False
+            if slot.desired is None and not slot.waiters and slots.get(key) is slot:
+                del slots[key]
 
-    async def _podgroup_status(self, e: PodGroupStatusChanged) -> None:
-        now = _now()
-        conditions = [
-            {
-                "type": c.type,
-                "status": c.status,
-                "transitionID": c.transition_id,
-                "lastTransitionTime": now,
-                "reason": c.reason,
-                "message": c.message,
-            }
-            for c in e.conditions
-        ]
-        status: dict[str, Any] = {"phase": e.phase, "conditions": conditions}
-        for k in ("running", "succeeded", "failed"):
-            v = getattr(e, k)
-            status[k] = v if v else None  # omitted when zero, as the Go client writes it
-        path = f"/apis/scheduling.volcano.sh/v1beta1/namespaces/{e.namespace}/podgroups/{e.name}"
-        code, body = await self._call("PATCH", path, body={"status": status}, content_type=MERGE)
-        if code not in (200, 201, 404):
+    async def _write_podgroup(self, seq: int, e: PodGroupStatusChanged) -> None:
+        key = (e.namespace, e.name)
+        await self._until_quiet(self._acting_jobs, f"{e.namespace}/{e.name}")
+        status = podgroup_status_body(e, _now())
+        reference = _newer(self._pg_written.get(key), self._pg_api.get(key))
+        if reference is not None and podgroup_status_equal(reference.status, status):
+            self.counters.spared["podgroups"] += 1
+            return
+        path = f"{VOLCANO}/namespaces/{e.namespace}/podgroups/{e.name}"
+        code, body = await self._call(
+            LANE_STATUS, seq, "PATCH", path, kind="podgroups", body={"status": status}, content_type=MERGE
+        )
+        if code in (200, 201):
+            self._pg_written[key] = _Known(status, _rv(body))
+        elif code != 404:
             log.warning("podgroup %s/%s status: %s %s", e.namespace, e.name, code, message_of(body))
 
-    async def _unschedulable_pods(self, e: JobExplained) -> None:
-        for key, message in sorted(e.pods.items()):
-            ns, _, name = key.partition("/")
-            if self._unschedulable.get((ns, name)) == message:
-                continue
+    async def _write_queue(self, seq: int, named: tuple[str, dict[str, Any]]) -> None:
+        name, status = named
+        await self._until_quiet(self._acting_queues, name)
+        reference = _newer(self._queue_written.get(name), self._queue_api.get(name))
+        if reference is not None and queue_status_equal(reference.status, status):
+            self.counters.spared["queues/status"] += 1
+            return
+        path = f"{VOLCANO}/queues/{name}/status"
+        code, body = await self._call(
+            LANE_STATUS, seq, "PATCH", path, kind="queues/status", body={"status": status}, content_type=MERGE
+        )
+        if code in (200, 201):
+            merged = dict((reference.status if reference else {}) or {})
+            merged.update(status)
+            self._queue_written[name] = _Known(merged, _rv(body))
+        elif code != 404:
+            log.warning("queue %s status: %s %s", name, code, message_of(body))
+
+    async def _unschedulable_pods(self, seq: int, e: JobExplained) -> None:
+        async def one(ns: str, name: str, message: str) -> None:
             patch = {
                 "status": {
                     "conditions": [
@@ -288,36 +510,52 @@ class KubeSink:
                 }
             }
             code, body = await self._call(
-                "PATCH", _pod_path(ns, name, "status"), body=patch, content_type=SMP
+                LANE_CONDITIONS,
+                seq,
+                "PATCH",
+                _pod_path(ns, name, "status"),
+                kind="pods/status",
+                body=patch,
+                content_type=SMP,
             )
             if code in (200, 201):
                 self._unschedulable[(ns, name)] = message
                 uid = ((body or {}).get("metadata") or {}).get("uid", "")
-                await self._event(ns, name, uid, "Warning", "FailedScheduling", message)
+                self.events.record(
+                    ObjectRef("Pod", ns, name, uid, "v1"), "Warning", "FailedScheduling", message
+                )
             elif code != 404:
                 log.warning("pod %s/%s PodScheduled condition: %s %s", ns, name, code, message_of(body))
 
-    async def _event(self, ns: str, name: str, uid: str, type_: str, reason: str, message: str) -> None:
-        """A core/v1 Event about a pod, as client-go's recorder writes one (best effort)."""
-        now = _now()
-        event = {
-            "apiVersion": "v1",
-            "kind": "Event",
-            "metadata": {"name": f"{name}.{uuid.uuid4().hex[:16]}", "namespace": ns},
-            "involvedObject": {"kind": "Pod", "namespace": ns, "name": name, "uid": uid, "apiVersion": "v1"},
-            "reason": reason,
-            "message": message,
-            "source": {"component": COMPONENT},
-            "firstTimestamp": now,
-            "lastTimestamp": now,
-            "count": 1,
-            "type": type_,
-            "reportingComponent": COMPONENT,
-            "reportingInstance": self.instance,
-        }
-        code, body = await self._call("POST", f"/api/v1/namespaces/{ns}/events", body=event)
-        if code not in (200, 201):
-            log.info("event %s on %s/%s: %s %s", reason, ns, name, code, message_of(body))
+        async with anyio.create_task_group() as tg:
+            for key, message in sorted(e.pods.items()):
+                ns, _, name = key.partition("/")
+                if self._unschedulable.get((ns, name)) == message:
+                    self.counters.spared["pods/status"] += 1
+                    continue
+                tg.start_soon(one, ns, name, message)
+
+
+def _newer(written: _Known | None, api: _Known | None) -> _Known | None:
+    """What the API holds as far as we know: our last write, unless the API showed a newer copy."""
+    if written is None:
+        return api
+    if api is None or api.rv <= written.rv:
+        return written
+    return api
+
+
+def _unschedulable_message(pod: dict[str, Any]) -> str | None:
+    """The message of a pod's `PodScheduled=False, Unschedulable` condition, if it has one."""
+    for c in (pod.get("status") or {}).get("conditions") or ():
+        if (
+            isinstance(c, dict)
+            and c.get("type") == "PodScheduled"
+            and c.get("status") == "False"
+            and c.get("reason") == "Unschedulable"
+        ):
+            return str(c.get("message", ""))
+    return None
 
 
 async def _always() -> bool:
