@@ -129,7 +129,10 @@ class FakeWrites:
         key = self._key(res, ns, name)
         if key in self.store.objects[res]:
             raise ApiError(
-                409, "AlreadyExists", f'{res.gr} "{name}" already exists', {"name": name, "kind": res.plural}
+                409,
+                "AlreadyExists",
+                f'{res.gr} "{name}" already exists',
+                {"name": name} | ({"group": res.group} if res.group else {}) | {"kind": res.plural},
             )
         for k in ("resourceVersion", "deletionTimestamp", "managedFields"):
             meta.pop(k, None)

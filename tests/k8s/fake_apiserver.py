@@ -12,6 +12,10 @@ deleted with gracePeriodSeconds=0), the `pods/binding`, `pods/eviction`, `pods/s
 `nodes/status` and `queues/status` subresources (PodGroups have none: `podgroups/X/status` is 404,
 as with Volcano's CRD), core v1 Events, coordination.k8s.io Leases, and bearer tokens mapped to
 allowed (verb, resource) sets (401 for an unknown token, 403 Forbidden Status for a missing verb).
+`/metrics` serves `apiserver_request_total` with the real server's name and labels (verb as the
+API server reports it: GET, LIST, WATCH, POST, PUT, PATCH, APPLY, DELETE; group, version,
+resource, subresource, scope, code), so a benchmark counts writes per resource and verb the same
+way on either server; `FakeApiServer.request_totals` holds the same counts.
 
 Shapes follow recorded payloads (tests/k8s/payloads/): Status objects, list kind/apiVersion/
 metadata (built-in list items carry no kind/apiVersion, custom resources' do), managedFields on
@@ -31,6 +35,7 @@ import json
 import sys
 import threading
 import uuid
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -74,6 +79,8 @@ class FakeApiServer(FakeWrites):
         self.grants: dict[str, set[tuple[str, str]]] = {}  # service account user -> allowed (verb, resource)
         self.bookmark_interval = bookmark_interval
         self.requests: list[tuple[str, str, int]] = []  # (method, path, status) of every request
+        # apiserver_request_total: (verb, group, version, resource, subresource, scope, code) -> count
+        self.request_totals: Counter[tuple[str, str, str, str, str, str, str]] = Counter()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
         self._runner: web.AppRunner | None = None
@@ -163,7 +170,32 @@ class FakeApiServer(FakeWrites):
             err = status(400, "BadRequest", f"the body of the request could not be decoded: {e}")
             resp = web.json_response(err, status=400)
         self.requests.append((request.method, request.path_qs, resp.status))
+        labels = request.get(_METRIC_LABELS)
+        if labels is not None:
+            self.request_totals[(*labels, str(resp.status))] += 1
         return resp
+
+    def write_counts(self) -> Counter[tuple[str, str, str]]:
+        """Requests that change something, by (verb, resource, subresource) as /metrics labels them."""
+        out: Counter[tuple[str, str, str]] = Counter()
+        for (verb, _g, _v, resource, sub, _scope, _code), n in self.request_totals.items():
+            if verb in ("POST", "PUT", "PATCH", "APPLY", "DELETE"):
+                out[(verb, resource, sub)] += n
+        return out
+
+    def _metrics_text(self) -> str:
+        lines = [
+            "# HELP apiserver_request_total [STABLE] Counter of apiserver requests broken out for each "
+            "verb, dry run value, group, version, resource, scope, component, and HTTP response code.",
+            "# TYPE apiserver_request_total counter",
+        ]
+        for (verb, group, version, resource, sub, scope, code), n in sorted(self.request_totals.items()):
+            lines.append(
+                f'apiserver_request_total{{code="{code}",component="apiserver",dry_run="",group="{group}",'
+                f'resource="{resource}",scope="{scope}",subresource="{sub}",system_client="",'
+                f'verb="{verb}",version="{version}"}} {n}'
+            )
+        return "\n".join(lines) + "\n"
 
     def _auth(self, request: web.Request, verb: str, res: Resource | None, sub: str, ns: str | None) -> None:
         header = request.headers.get("Authorization", "")
@@ -193,6 +225,9 @@ class FakeApiServer(FakeWrites):
             return web.json_response(SERVER_VERSION)
         if parts and parts[0] in ("healthz", "readyz", "livez"):
             return web.Response(text="ok")
+        if parts == ["metrics"]:
+            self._auth(request, "get", None, "", None)
+            return web.Response(text=self._metrics_text(), content_type="text/plain")
         if parts[:1] == ["api"]:
             if len(parts) == 1:
                 self._auth(request, "get", None, "", None)
@@ -305,6 +340,14 @@ class FakeApiServer(FakeWrites):
             }.get(m)
             if verb is None or (m == "POST" and name and not sub) or (m != "POST" and not name):
                 raise ApiError(405, "MethodNotAllowed", f"the server does not allow this method on {res.gr}")
+        request[_METRIC_LABELS] = (
+            _metric_verb(request, verb or "", name),
+            res.group,
+            res.version,
+            res.plural,
+            sub,
+            "resource" if name else ("namespace" if ns is not None else "cluster"),
+        )
         if res.plural == "selfsubjectaccessreviews":
             return web.json_response(self._access_review(request, await request.json()), status=201)
         self._auth(request, verb, res, sub, ns)
@@ -487,6 +530,18 @@ class FakeApiServer(FakeWrites):
         return resp
 
     # -------------------------------------------------------------- writes
+
+
+_METRIC_LABELS = web.RequestKey("apiserver_request_total labels", tuple)
+
+
+def _metric_verb(request: web.Request, verb: str, name: str) -> str:
+    """The verb label of apiserver_request_total (the API server's metrics.CleanVerb)."""
+    if verb in ("list", "watch"):
+        return verb.upper()
+    if request.method == "PATCH" and request.content_type == "application/apply-patch+yaml":
+        return "APPLY"
+    return request.method.upper()
 
 
 def main() -> None:

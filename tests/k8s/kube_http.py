@@ -8,9 +8,11 @@ the kubelet (`run_pod`, `finish_pod`).
 from __future__ import annotations
 
 import json
+import re
 import ssl
 import urllib.error
 import urllib.request
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -101,6 +103,13 @@ class Kube:
         body = {"gracePeriodSeconds": grace} if grace is not None else None
         return self.request("DELETE", self.path(kind, name, namespace), body)
 
+    def request_totals(self) -> Counter[tuple[str, str, str]]:
+        """The server's `apiserver_request_total` by (verb, resource, subresource), summed over codes."""
+        req = urllib.request.Request(self.api + "/metrics")
+        req.add_header("Authorization", f"Bearer {self.token}")
+        with urllib.request.urlopen(req, context=self.ctx, timeout=30) as r:
+            return parse_request_totals(r.read().decode())
+
     # ------------------------------------------------------------------ the kubelet's part
     def run_pod(self, name: str, namespace: str) -> Any:
         """Mark a bound pod Running (what a kubelet reports)."""
@@ -122,3 +131,19 @@ def write_kubeconfig(path: Path, server: str, token: str) -> Path:
     }
     path.write_text(json.dumps(cfg, indent=2))
     return path
+
+
+_SAMPLE = re.compile(r"^apiserver_request_total\{(?P<labels>[^}]*)\} (?P<value>\S+)$")
+_LABEL = re.compile(r'(\w+)="((?:[^"\\]|\\.)*)"')
+
+
+def parse_request_totals(text: str) -> Counter[tuple[str, str, str]]:
+    """`apiserver_request_total` samples of a /metrics page by (verb, resource, subresource)."""
+    out: Counter[tuple[str, str, str]] = Counter()
+    for line in text.splitlines():
+        m = _SAMPLE.match(line)
+        if m:
+            labels = dict(_LABEL.findall(m["labels"]))
+            key = (labels.get("verb", ""), labels.get("resource", ""), labels.get("subresource", ""))
+            out[key] += int(float(m["value"]))
+    return out

@@ -82,6 +82,42 @@ def record(api: str, token: str, out: Path) -> None:
     k.delete("Pod", "p", ns, grace=0)
     saved["watch_frames"] = watch(api, token, f"/api/v1/namespaces/{ns}/pods", start, 3)
     saved["discovery_volcano"] = k.request("GET", "/apis/scheduling.volcano.sh/v1beta1")
+    # a core/v1 Event as daemon/adapters/kubernetes/events.py writes one, its patch, and the refusals
+    meta = created["metadata"]
+    event = {
+        "kind": "Event",
+        "apiVersion": "v1",
+        "metadata": {"name": "p.18a2b3c4d5e6f708", "namespace": ns},
+        "involvedObject": {
+            "kind": "Pod",
+            "namespace": ns,
+            "name": "p",
+            "uid": meta["uid"],
+            "apiVersion": "v1",
+            "resourceVersion": meta["resourceVersion"],
+        },
+        "reason": "Scheduled",
+        "message": f"Successfully assigned {ns}/p to {ns}-n",
+        "source": {"component": "volcano"},
+        "firstTimestamp": "2026-11-25T10:00:00Z",
+        "lastTimestamp": "2026-11-25T10:00:00Z",
+        "count": 1,
+        "type": "Normal",
+        "eventTime": None,
+        "reportingComponent": "volcano",
+        "reportingInstance": "",
+    }
+    events = f"/api/v1/namespaces/{ns}/events"
+    smp = "application/strategic-merge-patch+json"
+    saved["event_created"] = k.request("POST", events, event)
+    saved["event_409_already_exists"] = err(lambda: k.request("POST", events, event))
+    saved["event_after_strategic_merge_patch"] = k.request(
+        "PATCH",
+        f"{events}/p.18a2b3c4d5e6f708",
+        {"count": 2, "lastTimestamp": "2026-11-25T10:00:07Z", "message": event["message"]},
+        smp,
+    )
+    saved["event_patch_404_gone"] = err(lambda: k.request("PATCH", f"{events}/p.gone", {"count": 2}, smp))
     sa = "rec" + uuid.uuid4().hex[:6]
     k.create({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": sa, "namespace": ns}})
     tr = k.request(

@@ -78,6 +78,7 @@ REQUIRED_PERMISSIONS: tuple[Permission, ...] = tuple(
         Permission("create", "", "pods", "binding"),
         Permission("patch", "", "pods", "status"),
         Permission("create", "", "events"),
+        Permission("patch", "", "events"),  # client-go's correlator patches a repeated Event's count
         Permission("patch", "scheduling.volcano.sh", "queues", "status"),
     ]
 )

@@ -172,7 +172,8 @@ class KubeSink:
         self.clock = clock
         self.slots = PrioritySlots(limit or AdaptiveLimit(), clock=clock)
         self.counters = SinkCounters()
-        self.events = EventRecorder(component=COMPONENT, instance=self.instance)
+        # Volcano's recorder names the scheduler as the Events' component (one scheduler name).
+        self.events = EventRecorder(component=scheduler_name or COMPONENT, concurrency=16)
         # Binds and evictions handed over (admitted) and not yet answered, per job and per queue.
         self._acting_jobs: Counter[str] = Counter()
         self._acting_queues: Counter[str] = Counter()
@@ -319,7 +320,7 @@ class KubeSink:
         def succeeded() -> OutcomeEvent:
             self._unschedulable.pop((d.namespace, d.name), None)
             self.events.record(
-                ObjectRef("Pod", d.namespace, d.name, d.uid, "v1"),
+                ObjectRef.pod(d.namespace, d.name, d.uid),
                 "Normal",
                 "Scheduled",
                 f"Successfully assigned {d.namespace}/{d.name} to {d.node}",
@@ -359,7 +360,7 @@ class KubeSink:
             return ok()
         message = f"Pod is evicted, because of {d.reason}"
         self.events.record(
-            ObjectRef("Pod", d.namespace, d.name, uid, "v1"),
+            ObjectRef.pod(d.namespace, d.name, uid),
             "Warning",
             "Evict",
             message,
@@ -522,7 +523,11 @@ class KubeSink:
                 self._unschedulable[(ns, name)] = message
                 uid = ((body or {}).get("metadata") or {}).get("uid", "")
                 self.events.record(
-                    ObjectRef("Pod", ns, name, uid, "v1"), "Warning", "FailedScheduling", message
+                    ObjectRef.pod(ns, name, uid),
+                    "Warning",
+                    "FailedScheduling",
+                    message,
+                    dedup_token=message,  # the same message again after a restart: no second Event
                 )
             elif code != 404:
                 log.warning("pod %s/%s PodScheduled condition: %s %s", ns, name, code, message_of(body))
