@@ -11,6 +11,7 @@ decides (leader.py).  Which objects are kept and what is stripped before logging
 
 from __future__ import annotations
 
+import logging
 import os
 import socket
 import uuid
@@ -33,6 +34,8 @@ from daemon.adapters.kubernetes.sink import KubeSink
 from daemon.adapters.kubernetes.source import KubeSource
 from store.events import BindDecided, EvictDecided, ObservedEvent, OutcomeEvent
 from store.events.base import EventBase
+
+log = logging.getLogger("fumarole.kubernetes")
 
 __all__ = ["KubeSetupError", "KubeTransientError", "KubernetesCluster", "LeaseSettings"]
 
@@ -152,6 +155,8 @@ class KubernetesCluster:
             await self.elector.run()
 
     async def close(self) -> None:
+        if self._sink is not None:
+            log.info("%s", self._sink.summary())
         if self._api is not None:
             await self._api.close()
 

@@ -186,6 +186,18 @@ class KubeSink:
         self._queue_api: dict[str, _Known] = {}
         self._unschedulable: dict[tuple[str, str], str] = {}  # pod -> why-pending message written/seen
 
+    def summary(self) -> str:
+        """One line of what the sink did: writes by kind, writes spared, flow control."""
+        c, lim = self.counters, self.slots.limit
+        writes = ", ".join(f"{k} {v}" for k, v in sorted(c.writes.items()))
+        spared = ", ".join(f"{k} {v}" for k, v in sorted(c.spared.items()))
+        return (
+            f"API writes: {writes or 'none'}; spared: {spared or 'none'}; retries {c.retries}; "
+            f"in flight: peak {self.slots.peak}, limit now {lim.slots} (cut {lim.cuts} times); "
+            f"latency short {lim.short_rtt * 1000:.1f} ms, long {lim.long_rtt * 1000:.1f} ms; "
+            f"events dropped {self.events.counters.dropped}"
+        )
+
     # ------------------------------------------------------------------ what the API holds
     def observe(self, events: Iterable[EventBase]) -> None:
         """Learn what the API holds from the source's listings, watches and the log on resume:
