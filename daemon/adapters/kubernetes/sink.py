@@ -40,6 +40,12 @@ from typing import Any
 import anyio
 
 from daemon.adapters.kubernetes.client import TRANSIENT_CODES, KubeApi, KubeTransientError, message_of
+from daemon.adapters.kubernetes.status_writes import (
+    PODGROUP_STATUS_FIELDS,
+    podgroup_status_body,
+    queue_status_bodies,
+    queue_status_equal,
+)
 from store.events import (
     BindDecided,
     BindFailed,
@@ -228,15 +234,16 @@ class KubeSink:
             await self._queue_status(event)
 
     async def _queue_status(self, e: QueueFiguresRecorded) -> None:
-        """Queue `status.allocated`, as Volcano's session close writes it (only what changed)."""
-        for name, figures in sorted(e.queues.items()):
-            allocated = dict(figures.allocated)
+        """Queue `status.allocated`, as Volcano's session close writes it (only what changed);
+        bodies and comparison from status_writes.py."""
+        for name, status in queue_status_bodies(e).items():
+            allocated = status["allocated"]
             before = self._queue_allocated.get(name)
-            if before == allocated:
+            if before is not None and queue_status_equal({"allocated": before}, status):
                 continue
             patch: dict[str, Any] = dict(allocated)
             for gone in (before or {}).keys() - allocated.keys():
-                patch[gone] = None
+                patch[gone] = None  # Volcano replaces the whole list (a PUT); a merge patch must drop
             path = f"/apis/scheduling.volcano.sh/v1beta1/queues/{name}/status"
             code, body = await self._call(
                 "PATCH", path, body={"status": {"allocated": patch}}, content_type=MERGE
@@ -247,22 +254,9 @@ class KubeSink:
                 log.warning("queue %s status: %s %s", name, code, message_of(body))
 
     async def _podgroup_status(self, e: PodGroupStatusChanged) -> None:
-        now = _now()
-        conditions = [
-            {
-                "type": c.type,
-                "status": c.status,
-                "transitionID": c.transition_id,
-                "lastTransitionTime": now,
-                "reason": c.reason,
-                "message": c.message,
-            }
-            for c in e.conditions
-        ]
-        status: dict[str, Any] = {"phase": e.phase, "conditions": conditions}
-        for k in ("running", "succeeded", "failed"):
-            v = getattr(e, k)
-            status[k] = v if v else None  # omitted when zero, as the Go client writes it
+        status: dict[str, Any] = podgroup_status_body(e, _now())
+        for k in PODGROUP_STATUS_FIELDS:  # Volcano PUTs the whole status: a merge patch drops the rest
+            status.setdefault(k, None)
         path = f"/apis/scheduling.volcano.sh/v1beta1/namespaces/{e.namespace}/podgroups/{e.name}"
         code, body = await self._call("PATCH", path, body={"status": status}, content_type=MERGE)
         if code not in (200, 201, 404):
