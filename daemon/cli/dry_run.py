@@ -22,7 +22,7 @@ from daemon.scheduler.framework.apply import apply_result
 from daemon.scheduler.framework.conf import SchedulerConf
 from daemon.scheduler.framework.run import SessionResult, run_session
 from daemon.scheduler.model.job import Condition
-from daemon.scheduler.model.resources import finite_quantities
+from daemon.scheduler.model.resources import finite_quantities, resource_list
 from daemon.scheduler.model.snapshot import ClusterSnapshot
 from daemon.scheduler.model.task import TaskStatus
 
@@ -168,13 +168,17 @@ def to_json(res: DryRunResult) -> dict[str, Any]:
             "outOfSession": skipped.reason,
         }
     queues = {}
-    for name, q in last.queues.items():
+    for name in sorted({*last.queues, *last.queue_allocated}):
+        q = last.queues.get(name, {})
         queues[name] = {
             "deserved": finite_quantities(q.get("deserved")),
             "allocated": finite_quantities(q.get("allocated")),
             "capability": finite_quantities(q.get("capability")),
             "share": round(float(q.get("share", 0.0)), 6),
         }
+        written = last.queue_allocated.get(name)
+        if written is not None:  # what the session close writes to the Queue's status.allocated
+            queues[name]["statusAllocated"] = resource_list(written)
     return {
         "cycles": res.cycles,
         "now": rfc3339(res.now),

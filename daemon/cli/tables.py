@@ -57,6 +57,15 @@ def text_table(headers: list[str], rows: list[list[str]], *, terminal_width: int
     return "".join(line.rstrip() + "\n" for line in out.getvalue().splitlines())
 
 
+def _fmt_written(r: object) -> str:
+    """A queue's written status.allocated as Volcano writes it (cpu and memory also when zero)."""
+    from daemon.scheduler.model.resources import Resource, resource_list
+
+    if not isinstance(r, Resource):
+        return "-"
+    return ", ".join(f"{k}={v}" for k, v in resource_list(r).items() if k != "pods")
+
+
 def render_table(res: DryRunResult, *, terminal_width: int | None = None) -> str:
     """The dry run's queues, jobs, binds, pipelined pods, evictions and pending pods as tables."""
 
@@ -66,19 +75,25 @@ def render_table(res: DryRunResult, *, terminal_width: int | None = None) -> str
     last = res.last
     assert last is not None
     out: list[str] = [f"Fumarole dry run: {res.cycles} cycle(s), now {rfc3339(res.now)}\n"]
-    if last.queues:
+    if last.queues or last.queue_allocated:
+        # ALLOCATED is the queue-share plugin's figure (pipelined tasks count); STATUS.ALLOCATED is
+        # what the session close writes to the Queue's status.allocated (they do not), every queue.
         out.append("\nQUEUES\n")
-        rows = [
-            [
-                name,
-                str(q.get("weight", "")),
-                _fmt_res(q.get("deserved")),
-                _fmt_res(q.get("allocated")),
-                f"{float(q.get('share', 0.0)):.3f}",
-            ]
-            for name, q in last.queues.items()
-        ]
-        out.append(_table(["QUEUE", "WEIGHT", "DESERVED", "ALLOCATED", "SHARE"], rows))
+        rows = []
+        for name in sorted({*last.queues, *last.queue_allocated}):
+            q = last.queues.get(name)
+            written = last.queue_allocated.get(name)
+            rows.append(
+                [
+                    name,
+                    str(q.get("weight", "")) if q else "-",
+                    _fmt_res(q.get("deserved")) if q else "-",
+                    _fmt_res(q.get("allocated")) if q else "-",
+                    f"{float(q.get('share', 0.0)):.3f}" if q else "-",
+                    _fmt_written(written),
+                ]
+            )
+        out.append(_table(["QUEUE", "WEIGHT", "DESERVED", "ALLOCATED", "SHARE", "STATUS.ALLOCATED"], rows))
     out.append("\nJOBS\n")
     rows = []
     for uid, pg in last.podgroups.items():

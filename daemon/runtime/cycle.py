@@ -13,7 +13,8 @@ cycle writes, in this order:
    (the explanations the projection holds at the same watermark), sorted by job; a job that
    was explained before and now has nothing pending (or is gone) gets an empty explanation
    (message "", no reasons), which the projection folds as "no longer waiting";
-7. `QueueFiguresRecorded` with the queue-share plugin's per-queue figures (queues sorted), only
+7. `QueueFiguresRecorded` with the queue-share plugin's per-queue figures and, for every queue of
+   the session, the `status.allocated` Volcano's session close writes (queues sorted), only
    when they differ from `previous_queues` (the figures the projection holds at the watermark;
    None = unknown, always written when there are figures);
 8. `CycleClosed` with counts and the measured timings.
@@ -45,7 +46,7 @@ from daemon.runtime.job_tally import JobTally
 from daemon.scheduler.framework.conf import SchedulerConf
 from daemon.scheduler.framework.run import SessionResult, run_session
 from daemon.scheduler.model.job import JobInfo
-from daemon.scheduler.model.resources import Resource, finite_quantities
+from daemon.scheduler.model.resources import Resource, finite_quantities, resource_list
 from daemon.scheduler.model.snapshot import ClusterSnapshot
 from daemon.scheduler.model.task import TaskInfo
 from store.events import (
@@ -246,7 +247,7 @@ def decide(
             )
         )
     events.extend(_explanations(snap, result, tasks, cycle, trace_id, previous or {}))
-    figures = queue_figures(result.queues)
+    figures = queue_figures(result.queues, result.queue_allocated)
     if figures and (previous_queues is None or dict(previous_queues) != figures):
         events.append(QueueFiguresRecorded(cycle=cycle, queues=figures, trace_id=trace_id))
     n_tasks = tally.tasks if tally is not None else sum(len(j.tasks) for j in snap.jobs.values())
@@ -309,11 +310,19 @@ def _quantities(r: Any) -> dict[str, str]:
     return finite_quantities(r)
 
 
-def queue_figures(raw: Mapping[str, Mapping[str, Any]]) -> dict[str, QueueFigures]:
-    """SessionResult.queues (Resource objects from proportion/capacity) as QueueFigures, by queue name."""
+def queue_figures(
+    raw: Mapping[str, Mapping[str, Any]], status_allocated: Mapping[str, Resource] | None = None
+) -> dict[str, QueueFigures]:
+    """SessionResult.queues (Resource objects from proportion/capacity) as QueueFigures, by queue name.
+
+    `status_allocated` is SessionResult.queue_allocated (every queue of the session): each
+    queue's `status_allocated`, in Volcano's ResourceList form; a queue the plugin has no
+    figures for gets an entry with that figure alone.
+    """
+    written = status_allocated or {}
     out: dict[str, QueueFigures] = {}
-    for name in sorted(raw):
-        f = raw[name]
+    for name in sorted({*raw, *written}):
+        f = raw.get(name, {})
         weight = f.get("weight", 0)
         share = f.get("share", 0.0)
         parent = f.get("parent", "")
@@ -327,6 +336,7 @@ def queue_figures(raw: Mapping[str, Mapping[str, Any]]) -> dict[str, QueueFigure
             inqueue=_quantities(f.get("inqueue")),
             share=round(float(share), 6) if isinstance(share, int | float) else 0.0,
             parent=parent if isinstance(parent, str) else "",
+            status_allocated=resource_list(written[name]) if name in written else {},
         )
     return out
 

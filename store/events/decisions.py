@@ -149,6 +149,14 @@ class QueueFigures(msgspec.Struct, frozen=True, kw_only=True):
     Resources are Kubernetes quantity strings by resource name (unlimited dimensions left out);
     `share` is the plugin's dominant share, rounded to 6 digits.  Fields the plugin does not
     compute stay empty (proportion has no `guarantee`/`parent`, capacity no `weight`).
+
+    `status_allocated` is not the plugin's: it is the Queue's `status.allocated` as Volcano's
+    session close writes it (framework/session.go updateQueueStatus) — the requests of the
+    tasks Allocated, Binding, Bound or Running, rolled up to `root`; pipelined tasks, which the
+    plugin's `allocated` counts, are not — in util.ConvertRes2ResList's form (`cpu` and
+    `memory` always).  Every queue of the session has it, so queues the plugin does not track
+    (`root`, an idle `default`) appear with it alone.  Empty in events written before it existed
+    (read: not known, nothing to write).
     """
 
     weight: int = 0
@@ -160,6 +168,7 @@ class QueueFigures(msgspec.Struct, frozen=True, kw_only=True):
     inqueue: dict[str, str] = msgspec.field(default_factory=dict)
     share: float = 0.0
     parent: str = ""
+    status_allocated: dict[str, str] = msgspec.field(default_factory=dict)
 
 
 class QueueFiguresRecorded(EventBase, frozen=True, tag="decision.queue_figures"):

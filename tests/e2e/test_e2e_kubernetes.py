@@ -40,6 +40,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "k8s"))
 from cluster_kit import (
     Workload,
     as_manifests,
+    queue,
     real_apiserver_env,
     stop_real_apiserver,
     wait_for,
@@ -47,6 +48,8 @@ from cluster_kit import (
 from fake_apiserver import ALL, FakeApiServer
 from kube_http import Kube, KubeError, write_kubeconfig
 
+from daemon.scheduler.model.quantity import milli_value, whole_value
+from daemon.scheduler.model.resources import Resource, resource_list
 from store.events import (
     BindDecided,
     CycleOpened,
@@ -226,6 +229,7 @@ def test_binds_statuses_and_reasons_match_the_offline_schedule(api: Api, ns: str
         expected = {k.partition("/")[2]: v for k, v in json.loads(r.stdout)["binds"].items()}
         assert expected and len(expected) < len(w.pods())  # some bound, some left pending
 
+        ensure_root_and_default_queues(kube)
         proc = start_daemon(api, tmp_path)
         try:
             wait_for(
@@ -243,6 +247,15 @@ def test_binds_statuses_and_reasons_match_the_offline_schedule(api: Api, ns: str
             )
             # The heavier queue reclaims from the lighter one: evictions go through the API.
             wait_for("an eviction (reclaim) through the API", lambda: _evicted(kube, ns))
+            # Queue status.allocated as Volcano's session close writes it: the bound pods not
+            # being deleted, in ConvertRes2ResList's form; root the sum, the idle default zeros.
+            wait_for(
+                "Volcano's allocated figures on the Queues",
+                lambda: (
+                    _queue_allocated(kube, [q for q, _w in w.queues] + ["root", "default"])
+                    == volcanos_allocated(kube, w)
+                ),
+            )
         finally:
             _out, err = stop(proc)
         assert proc.returncode == 0, err
@@ -279,9 +292,9 @@ def test_binds_statuses_and_reasons_match_the_offline_schedule(api: Api, ns: str
             e["involvedObject"]["name"] for e in kube.list("Event", ns) if e["reason"] == "FailedScheduling"
         )
         assert {p["metadata"]["name"] for p in waiting} <= set(failed)
-        queues = {q["metadata"]["name"]: q.get("status") or {} for q in kube.list("Queue")}
-        used = {q for g, q, _n, _c, _pc in w.groups if f"{g}-0" in api_bound}
-        assert used and all(queues[q].get("allocated", {}).get("cpu") for q in used)
+        written = _queue_allocated(kube, [q for q, _w in w.queues] + ["root", "default"])
+        assert written == volcanos_allocated(kube, w)
+        assert written["default"] == {"cpu": "0", "memory": "0"} and written["root"]["cpu"] != "0"
         replay = subprocess.run(
             [FUMAROLE, "replay", "--db", str(tmp_path / "data" / "fumarole.db")],
             capture_output=True,
@@ -290,6 +303,40 @@ def test_binds_statuses_and_reasons_match_the_offline_schedule(api: Api, ns: str
         assert replay.returncode == 0, replay.stdout + replay.stderr
     finally:
         w.cleanup(kube)
+
+
+def ensure_root_and_default_queues(kube: Kube) -> None:
+    """The `root` and `default` Queues, which Volcano's scheduler creates at start-up
+    (cache.go newDefaultAndRootQueue; Fumarole does not create Queues)."""
+    for name, reclaimable in (("root", False), ("default", True)):
+        try:
+            kube.create(queue(name, 1, reclaimable))
+        except KubeError as e:
+            if e.code != 409:
+                raise
+
+
+def _queue_allocated(kube: Kube, names: list[str]) -> dict[str, Any]:
+    queues = {q["metadata"]["name"]: q.get("status") or {} for q in kube.list("Queue")}
+    return {n: (queues.get(n) or {}).get("allocated") for n in names}
+
+
+def volcanos_allocated(kube: Kube, w: Workload) -> dict[str, dict[str, str]]:
+    """What Volcano's updateQueueStatus writes for the API's pods: per queue the requests of the
+    pods bound and neither deleting (Releasing) nor finished, rolled up to root; every queue."""
+    queue_of = {g: q for g, q, _n, _c, _pc in w.groups}
+    totals = {q: Resource() for q, _w in w.queues} | {"root": Resource(), "default": Resource()}
+    for p in kube.list("Pod", w.ns):
+        meta, spec, status = p["metadata"], p["spec"], p.get("status") or {}
+        if not spec.get("nodeName") or meta.get("deletionTimestamp"):
+            continue
+        if status.get("phase") in ("Succeeded", "Failed"):
+            continue
+        req = spec["containers"][0]["resources"]["requests"]
+        r = Resource(milli_value(req["cpu"]), whole_value(req["memory"]), {"pods": 1})
+        totals[queue_of[meta["annotations"]["scheduling.k8s.io/group-name"]]].add(r)
+        totals["root"].add(r)
+    return {name: resource_list(r) for name, r in totals.items()}
 
 
 def _evicted(kube: Kube, ns: str) -> list[dict[str, Any]]:

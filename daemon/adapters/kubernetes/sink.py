@@ -73,6 +73,7 @@ from daemon.adapters.kubernetes.flow import (
     PrioritySlots,
 )
 from daemon.adapters.kubernetes.status_writes import (
+    PODGROUP_STATUS_FIELDS,
     podgroup_status_body,
     podgroup_status_equal,
     queue_status_bodies,
@@ -474,14 +475,16 @@ class KubeSink:
     async def _write_podgroup(self, seq: int, e: PodGroupStatusChanged) -> None:
         key = (e.namespace, e.name)
         await self._until_quiet(self._acting_jobs, f"{e.namespace}/{e.name}")
-        status = podgroup_status_body(e, _now())
         reference = _newer(self._pg_written.get(key), self._pg_api.get(key))
+        status = podgroup_status_body(e, _now(), reference.status if reference else None)
         if reference is not None and podgroup_status_equal(reference.status, status):
             self.counters.spared["podgroups"] += 1
             return
+        # Volcano PUTs the whole status: a merge patch must clear what the new status leaves out.
+        patch = {k: status.get(k) for k in PODGROUP_STATUS_FIELDS} | status
         path = f"{VOLCANO}/namespaces/{e.namespace}/podgroups/{e.name}"
         code, body = await self._call(
-            LANE_STATUS, seq, "PATCH", path, kind="podgroups", body={"status": status}, content_type=MERGE
+            LANE_STATUS, seq, "PATCH", path, kind="podgroups", body={"status": patch}, content_type=MERGE
         )
         if code in (200, 201):
             self._pg_written[key] = _Known(status, _rv(body))
@@ -495,14 +498,22 @@ class KubeSink:
         if reference is not None and queue_status_equal(reference.status, status):
             self.counters.spared["queues/status"] += 1
             return
+        allocated: dict[str, Any] = dict(status.get("allocated") or {})
+        before = (reference.status.get("allocated") if reference else None) or {}
+        for gone in before.keys() - allocated.keys():
+            allocated[gone] = None  # Volcano replaces the whole list (a PUT); a merge patch must drop
         path = f"{VOLCANO}/queues/{name}/status"
         code, body = await self._call(
-            LANE_STATUS, seq, "PATCH", path, kind="queues/status", body={"status": status}, content_type=MERGE
+            LANE_STATUS,
+            seq,
+            "PATCH",
+            path,
+            kind="queues/status",
+            body={"status": {"allocated": allocated}},
+            content_type=MERGE,
         )
         if code in (200, 201):
-            merged = dict((reference.status if reference else {}) or {})
-            merged.update(status)
-            self._queue_written[name] = _Known(merged, _rv(body))
+            self._queue_written[name] = _Known(dict(status), _rv(body))
         elif code != 404:
             log.warning("queue %s status: %s %s", name, code, message_of(body))
 

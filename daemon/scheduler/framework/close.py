@@ -91,6 +91,15 @@ def update_job_statuses(ssn: Session) -> list[str]:
 def update_queue_allocated(ssn: Session) -> None:
     """Each queue's allocated total: the sum of its jobs' allocated-status requests, rolled up.
 
+    This is the figure Volcano's session close writes to each Queue's `status.allocated`
+    (framework/session.go updateQueueStatus): the requests of the tasks whose status is
+    Allocated, Binding, Bound or Running (api/helpers.go AllocatedStatus) — a Pipelined task is
+    not counted, unlike in proportion's own `allocated` — for every queue of the session (a
+    queue without jobs gets a zero total), each task also added to every ancestor up to `root`
+    when the session has a `root` queue.  Volcano's walk adds a task of a job in `root` itself
+    to `root` twice (once as its queue, once as the parent of a queue without a parent); so do
+    we.  A parent missing from the session ends the walk (Volcano would dereference nil).
+
     JobInfo keeps that sum per job (`JobInfo.allocated`, kept as tasks are added, moved and
     removed), so the queue total adds one vector per job instead of one per task; integer vectors
     give the same sum in any order (a scalar a removed task brought may stay as an explicit 0,
@@ -115,6 +124,8 @@ def update_queue_allocated(ssn: Session) -> None:
                 rolled.setdefault(parent, Resource()).add(totals[name])
                 seen.add(parent)
                 q = ssn.queues.get(parent)
+        if "root" in totals:  # a job in `root` itself: its own queue, then the default parent
+            rolled["root"].add(totals["root"])
         totals = rolled
     for name, q in ssn.queues.items():
         q.allocated = totals.get(name, Resource())

@@ -20,6 +20,7 @@ from daemon.scheduler.framework.explain import pending_reasons
 from daemon.scheduler.framework.session import Eviction, Session
 from daemon.scheduler.model.fingerprint import SnapshotChangedError, fingerprint, first_difference
 from daemon.scheduler.model.job import PodGroupStatus
+from daemon.scheduler.model.resources import Resource
 from daemon.scheduler.model.snapshot import ClusterSnapshot
 from daemon.scheduler.model.task import TaskStatus
 
@@ -56,6 +57,10 @@ class SessionResult:
     stats: dict[str, dict[str, float]] = field(default_factory=dict)
     # Annotations a plugin asked the binder to write on a bound pod (deviceshare's card index).
     bind_annotations: dict[str, dict[str, str]] = field(default_factory=dict)
+    # Per queue of the session (name order): the allocated total the session close writes to the
+    # Queue's `status.allocated` (close.py update_queue_allocated; pipelined tasks not counted,
+    # unlike the queue-share plugin's own `allocated` in `queues`).
+    queue_allocated: dict[str, Resource] = field(default_factory=dict)
     # Measured seconds per action (observability only: never part of a decision).
     action_seconds: dict[str, float] = field(default_factory=dict)
     # Measured seconds of the session's phases: "open" (session and plugins opened), "actions",
@@ -269,6 +274,7 @@ def _result(ssn: Session, changed: list[str], explain: bool) -> SessionResult:
         podgroups=podgroups,
         changed_podgroups=changed,
         queues=queues,
+        queue_allocated={name: ssn.queues[name].allocated.clone() for name in sorted(ssn.queues)},
         pending=pending_reasons(ssn) if explain else {},
         warnings=list(dict.fromkeys(ssn.warnings)),
         stats=stats,

@@ -447,3 +447,27 @@ def finite_quantities(r: Resource | None) -> dict[str, str]:
     if not math.isfinite(r.memory):
         out.pop("memory", None)
     return out
+
+
+def resource_list(r: Resource) -> dict[str, str]:
+    """A Resource as Volcano's util.ConvertRes2ResList writes it into a Queue's `status.allocated`.
+
+    `cpu` and `memory` always (also when zero), then every scalar: `cpu` and the scalars as
+    milli-quantities in DecimalSI, `pods` as a whole DecimalSI count, `memory` in BinarySI —
+    which apimachinery prints in DecimalSI below 1024 (1000 bytes is "1k", 2000 pods "2k",
+    1024 pods "1024"); names in sorted order.  A scalar whose total is zero is left out: Volcano
+    writes the names its allocated tasks requested, and an explicit zero request is the only way
+    one sums to zero.
+    """
+    out = {CPU: format_quantity(r.cpu, milli=True)}
+    memory = r.memory
+    out[MEMORY] = (
+        format_quantity(memory * 1000, milli=True)
+        if -1024 < memory < 1024
+        else format_quantity(memory, milli=False)
+    )
+    for name in sorted(r.scalars):
+        v = r.scalars[name]
+        if v:
+            out[name] = format_quantity(v * 1000 if name == PODS else v, milli=True)
+    return dict(sorted(out.items()))  # in name order, as Go's encoding/json writes a map

@@ -145,6 +145,19 @@ def test_queue_without_parent_rolls_up_to_root() -> None:
     assert ssn.queues["root"].allocated.cpu == 4000
 
 
+def test_a_job_in_root_counts_twice_in_root_as_volcanos_walk_adds_it() -> None:
+    """updateQueueStatus adds a task to its job's queue, then walks to the parent: `root`'s own
+    parent defaults to `root`, so a job in `root` is added to it twice (Volcano's quirk, kept)."""
+    r = mk_job("r", "root")
+    mk_task(r, "r-0", "1", "1Gi", status=S.RUNNING, node="n1")
+    s = mk_job("s", "solo")
+    mk_task(s, "s-0", "4", "1Gi", status=S.RUNNING, node="n1")
+    ssn = session_with([r, s], hierarchy())
+    update_queue_allocated(ssn)
+    assert ssn.queues["root"].allocated.cpu == 6000
+    assert ssn.queues["default"].allocated == ssn.queues["eng"].allocated  # zeros
+
+
 PHASES = ["", "Pending", "Inqueue", "Running", "Unknown", "Completed"]
 task_st = hst.tuples(hst.sampled_from(list(TaskStatus)), hst.booleans())  # (status, on a node)
 job_st = hst.tuples(
