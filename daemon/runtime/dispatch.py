@@ -73,6 +73,7 @@ class Dispatcher:
         self.position = 0  # last log seq handled (checkpoint)
         self.forwarded = 0
         self.failed = 0
+        self.superseded = 0  # not acted on: another replica led since (leader election; not failures)
         self._progress = anyio.Event()
         handled: tuple[type, ...] = (BindDecided, EvictDecided)
         if isinstance(sink, ReportingSink):
@@ -150,13 +151,12 @@ class Dispatcher:
             out.append(outcome)
             out.extend(facts)
             self.forwarded += 1
-            if isinstance(outcome, BindFailed | EvictFailed):
+            if isinstance(outcome, BindFailed | EvictFailed) and outcome.superseded:
+                self.superseded += 1
+                log.info("%s of %s/%s: %s", _kind(ev), ev.namespace, ev.name, outcome.reason)
+            elif isinstance(outcome, BindFailed | EvictFailed):
                 self.failed += 1
-                log.warning(
-                    "%s failed: %s",
-                    "decision.bind" if isinstance(ev, BindDecided) else "decision.evict",
-                    outcome.reason,
-                )
+                log.warning("%s failed: %s", _kind(ev), outcome.reason)
         report = self.sink.report if isinstance(self.sink, ReportingSink) else None
         if report is not None:
             await self._report(
@@ -207,3 +207,7 @@ class Dispatcher:
         async with anyio.create_task_group() as tg:
             for seq, ev in events:
                 tg.start_soon(one, seq, ev)
+
+
+def _kind(ev: BindDecided | EvictDecided) -> str:
+    return "decision.bind" if isinstance(ev, BindDecided) else "decision.evict"

@@ -24,9 +24,12 @@ Volcano's taskUnschedulable does); a QueueFiguresRecorded writes each queue's `s
 through `queues/NAME/status` when it changed (Volcano's session close does the same).
 
 Nothing here runs before its decision is committed to the log: the dispatcher reads decisions
-from the log.  With leader election, a replica that does not hold the lease acts on nothing: its
-decisions get failed outcomes ("not the leader") and its reports are dropped.  The sink reports
-no facts back: the watch brings the pods' new state.
+from the log.  With leader election, a decision waits until this replica leads (`may_act_on(seq)`,
+daemon/adapters/kubernetes/__init__.py); one made before another replica led is not acted on: it
+gets a superseded outcome (BindFailed / EvictFailed with `superseded=True`, reason SUPERSEDED),
+which the projection folds as a failed one (the pod is pending again and the leader re-decides
+it), and which the dispatcher neither counts nor logs as a failure.  Reports wait likewise and are
+dropped when superseded.  The sink reports no facts back: the watch brings the pods' new state.
 """
 
 from __future__ import annotations
@@ -61,6 +64,9 @@ SMP = "application/strategic-merge-patch+json"
 MERGE = "application/merge-patch+json"
 
 
+SUPERSEDED = "superseded: another replica led since this decision was made; the leader re-decides the pod"
+
+
 def _now() -> str:
     return dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
@@ -80,9 +86,11 @@ class KubeSink:
         instance: str = "",
         sleep: Callable[[float], Awaitable[Any]] = anyio.sleep,
         may_act: Callable[[], Awaitable[bool]] | None = None,
+        may_act_on: Callable[[int], Awaitable[bool]] | None = None,
     ) -> None:
         self.api = api
         self.may_act = may_act or _always
+        self.may_act_on = may_act_on
         self.retries = retries
         self.backoff = backoff
         self.scheduler_name = scheduler_name
@@ -114,14 +122,21 @@ class KubeSink:
     async def apply(
         self, seq: int, decision: BindDecided | EvictDecided
     ) -> tuple[OutcomeEvent, list[ObservedEvent]]:
-        if not await self.may_act():  # decided just before the lease was lost: another replica decides now
-            why = "not the leader any more: another replica holds the lease"
+        allowed = await (self.may_act_on(seq) if self.may_act_on is not None else self.may_act())
+        if not allowed:  # made before another replica led: the leader decides the pod again
             d = decision
             if isinstance(d, BindDecided):
                 return BindFailed(
-                    decision_seq=seq, namespace=d.namespace, name=d.name, node=d.node, reason=why
+                    decision_seq=seq,
+                    namespace=d.namespace,
+                    name=d.name,
+                    node=d.node,
+                    reason=SUPERSEDED,
+                    superseded=True,
                 ), []
-            return EvictFailed(decision_seq=seq, namespace=d.namespace, name=d.name, reason=why), []
+            return EvictFailed(
+                decision_seq=seq, namespace=d.namespace, name=d.name, reason=SUPERSEDED, superseded=True
+            ), []
         if isinstance(decision, BindDecided):
             return await self._bind(seq, decision), []
         return await self._evict(seq, decision), []
