@@ -74,6 +74,7 @@ class FakeApiServer(FakeWrites):
         self.grants: dict[str, set[tuple[str, str]]] = {}  # service account user -> allowed (verb, resource)
         self.bookmark_interval = bookmark_interval
         self.requests: list[tuple[str, str, int]] = []  # (method, path, status) of every request
+        self.binding_delay = 0.0  # seconds every pods/binding waits before it is handled (a slow server)
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
         self._runner: web.AppRunner | None = None
@@ -155,6 +156,8 @@ class FakeApiServer(FakeWrites):
 
     # -------------------------------------------------------------- request handling
     async def _handle(self, request: web.Request) -> web.StreamResponse:
+        if self.binding_delay and request.method == "POST" and request.path.endswith("/binding"):
+            await asyncio.sleep(self.binding_delay)
         try:
             resp = await self._route(request)
         except ApiError as e:
