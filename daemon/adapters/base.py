@@ -203,6 +203,10 @@ class LiveCluster(ReportingSink, Protocol):
         """Keep the leader-election lease (returns at once without leader election)."""
         ...
 
+    def deciding(self, first_seq: int) -> None:
+        """A cycle is about to decide; its decisions take seqs from `first_seq` on."""
+        ...
+
     @property
     def leading(self) -> bool:
         """Whether this replica may decide (always, without leader election)."""

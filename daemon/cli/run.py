@@ -99,12 +99,15 @@ def add_parser(sub: Any) -> None:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
+    from daemon.runtime.service import hold_signals
+
+    hold_signals()  # from here to the exit a SIGTERM/SIGINT stops the daemon cleanly (exit 0)
     import anyio
 
     from daemon.manifests import ManifestError
     from daemon.runtime.conf_watch import ConfError
     from daemon.runtime.logs import configure_logging
-    from daemon.runtime.service import Service, ServiceError
+    from daemon.runtime.service import Service, ServiceError, held_signal
     from daemon.runtime.settings import SettingsError, load_settings
     from daemon.runtime.telemetry import make_tracer_provider
     from store.log import FencedError, LogError
@@ -136,6 +139,11 @@ def cmd_run(args: argparse.Namespace) -> int:
     except (SettingsError, ValueError) as e:
         return bad_input(str(e))
     configure_logging(settings.log_level, settings.log_format)
+    if held_signal():
+        logging.getLogger("fumarole").info("signal before the start: stopped")
+        if tracer_provider is not None:
+            tracer_provider.shutdown()
+        return 0
     service = Service(settings, tracer_provider=tracer_provider)
     try:
         rc: int = anyio.run(service.run, backend="asyncio")

@@ -85,6 +85,7 @@ class Dispatcher:
         self.position = 0  # last log seq handled (checkpoint)
         self.forwarded = 0
         self.failed = 0
+        self.superseded = 0  # not acted on: another replica led since (leader election; not failures)
         self._progress = anyio.Event()
         handled: tuple[type, ...] = (BindDecided, EvictDecided)
         if isinstance(sink, ReportingSink):
@@ -173,13 +174,12 @@ class Dispatcher:
             out.append(outcome)
             out.extend(facts)
             self.forwarded += 1
-            if isinstance(outcome, BindFailed | EvictFailed):
+            if isinstance(outcome, BindFailed | EvictFailed) and outcome.superseded:
+                self.superseded += 1
+                log.info("%s of %s/%s: %s", _kind(ev), ev.namespace, ev.name, outcome.reason)
+            elif isinstance(outcome, BindFailed | EvictFailed):
                 self.failed += 1
-                log.warning(
-                    "%s failed: %s",
-                    "decision.bind" if isinstance(ev, BindDecided) else "decision.evict",
-                    outcome.reason,
-                )
+                log.warning("%s failed: %s", _kind(ev), outcome.reason)
         report = self.sink.report if isinstance(self.sink, ReportingSink) else None
         if report is not None:
             await self._report(
@@ -274,13 +274,12 @@ class Dispatcher:
                     self._done.append(fact)
                     self._done_keys.append(None)
                 self.forwarded += 1
-                if isinstance(outcome, BindFailed | EvictFailed):
+                if isinstance(outcome, BindFailed | EvictFailed) and outcome.superseded:
+                    self.superseded += 1
+                    log.info("%s of %s/%s: %s", _kind(event), event.namespace, event.name, outcome.reason)
+                elif isinstance(outcome, BindFailed | EvictFailed):
                     self.failed += 1
-                    log.warning(
-                        "%s failed: %s",
-                        "decision.bind" if isinstance(event, BindDecided) else "decision.evict",
-                        outcome.reason,
-                    )
+                    log.warning("%s failed: %s", _kind(event), outcome.reason)
             else:
                 try:
                     await sink.report(seq, event)
@@ -313,3 +312,7 @@ class Dispatcher:
                 with anyio.CancelScope(shield=True):
                     await self.writer.submit([], checkpoint=(CONSUMER, frontier))
             self._advance(frontier)
+
+
+def _kind(ev: BindDecided | EvictDecided) -> str:
+    return "decision.bind" if isinstance(ev, BindDecided) else "decision.evict"

@@ -14,7 +14,13 @@ so that time-dependent plugins see time pass.
 
 With leader election (`adapter.leading`), a standby keeps listing and watching but runs no
 cycle; on becoming the leader it relists (reconciled, so only what changed is logged) before its
-first cycle.
+first cycle.  The election starts before the listing (a restarted replica renews its own lease
+while it lists, and the dispatcher's re-forwarded decisions, which wait for the lease, go out
+sooner); before each cycle the adapter is told the first seq the cycle's decisions may take
+(`adapter.deciding`), which stamps them with the lease epoch they are made in.
+
+A SIGTERM/SIGINT during the listing stops it at once (exit 0, nothing appended); afterwards the
+loop finishes its running cycle, lets the dispatcher forward what it decided, and returns.
 """
 
 from __future__ import annotations
@@ -56,14 +62,20 @@ async def run_live(
     async def submit(events: list[ObservedEvent], keys: list[str | None]) -> None:
         await writer.submit(events, idem_keys=keys)
 
-    events, keys = await adapter.list_all()
-    await submit(events, keys)
-    log.info("cluster listed: %d change(s) appended", len(events))
-    service.ready = True
-    service.notifier.ready("listed the cluster; watching")
     async with anyio.create_task_group() as tg:
-        tg.start_soon(adapter.watch, submit)
         tg.start_soon(adapter.run_election)
+        with service.stoppable() as listing:
+            listed = await adapter.list_all()
+        if listing.cancelled_caught or service.stop_requested:
+            tg.cancel_scope.cancel()
+            service._say("stopped before the cluster was listed")
+            return 0
+        events, keys = listed
+        await submit(events, keys)
+        log.info("cluster listed: %d change(s) appended", len(events))
+        service.ready = True
+        service.notifier.ready("listed the cluster; watching")
+        tg.start_soon(adapter.watch, submit)
         next_tick = time.monotonic()
         last_seq = -1
         last_idle = False
@@ -88,6 +100,7 @@ async def run_live(
             if quiet and time.monotonic() - last_cycle < IDLE_REFRESH_S:
                 continue
             await writer.submit([ClockAdvanced(at_ms=max(wall_ms(), runner.projection.now_ms))])
+            adapter.deciding(runner.projection.seq + 1)
             summary = await runner.run_cycle(writer)
             service._account(summary)
             await service._save_snapshot(event_log, runner.projection)

@@ -7,10 +7,19 @@ repeat) until the workload drains, each step chosen by `daemon.runtime.lockstep`
 (so a restart takes the lockstep up exactly where the log stops); `serve` keeps the API up
 afterwards.  SIGTERM/SIGINT finish the running cycle, let the dispatcher forward its
 decisions, flush and close the log (WAL checkpointed), and exit 0.
+
+Signals are handled from the first moment `fumarole run` runs to its exit (`hold_signals`, then
+the event loop's handlers for the whole of `Service.run`): a signal during the start-up phases
+that wait on the outside world (loading credentials, waiting for the API server, listing the
+cluster; marked `stoppable()`) stops them at once; later it asks the loops to stop after the
+running cycle.  A second signal cancels the running work at once (cleanups still run).  Either
+way the exit status is 0 and nothing prints a traceback.
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import logging
 import os
 import signal
@@ -18,6 +27,7 @@ import socket
 import sys
 import time
 from collections import Counter
+from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
@@ -46,6 +56,26 @@ if TYPE_CHECKING:
     from opentelemetry.sdk.trace import TracerProvider
 
 log = logging.getLogger("fumarole.service")
+
+
+STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
+_HELD: list[int] = []  # signals received while no event loop handled them (see hold_signals)
+
+
+def hold_signals() -> None:
+    """Until `Service.run` handles them (and after it returned): a SIGTERM/SIGINT is remembered, not
+    fatal (no KeyboardInterrupt, no death by signal); `Service.run` acts on one received before it."""
+
+    def remember(signum: int, _frame: Any) -> None:
+        _HELD.append(signum)
+
+    for sig in STOP_SIGNALS:
+        signal.signal(sig, remember)
+
+
+def held_signal() -> bool:
+    """Whether a SIGTERM/SIGINT came while `hold_signals` held them."""
+    return bool(_HELD)
 
 
 class ServiceError(RuntimeError):
@@ -84,6 +114,8 @@ class Service:
         self._last_progress = 0.0
         self._snapshot_seq = 0
         self._stop_ev = anyio.Event()
+        self._stoppable: list[anyio.CancelScope] = []  # start-up waits a first signal cancels
+        self._hard: list[anyio.CancelScope] = []  # what a second signal cancels (the outermost)
         self.faults = FaultInjection()
         self.adapter: Any = None
         self.shared: SharedLogLeader | None = None  # with --db postgresql://…: this replica's leadership
@@ -100,7 +132,13 @@ class Service:
                     f"(pip install 'fumarole[kubernetes]'): {e}"
                 ) from None
             lease = (
-                LeaseSettings(name=s.lease_name, namespace=s.lease_namespace, duration=s.lease_duration)
+                LeaseSettings(
+                    name=s.lease_name,
+                    namespace=s.lease_namespace,
+                    duration=s.lease_duration,
+                    identity=s.lease_identity,
+                    identity_dir=s.data_dir,
+                )
                 if s.leader_elect
                 else None
             )
@@ -123,6 +161,24 @@ class Service:
         return Simulator.from_files(s.cluster, s.workload, period_ms=period_ms)
 
     async def run(self) -> int:
+        """The daemon to its end (see the module notes); its exit status."""
+        loop = asyncio.get_running_loop()
+        with anyio.CancelScope() as outer:
+            self._hard.append(outer)
+            for sig in STOP_SIGNALS:
+                loop.add_signal_handler(sig, self._on_signal, sig)
+            try:
+                if _HELD:
+                    self._on_signal(_HELD[-1])
+                return await self._run()
+            finally:
+                for sig in STOP_SIGNALS:
+                    loop.remove_signal_handler(sig)
+                hold_signals()
+        self._say("stopped at once (second signal)")
+        return 0
+
+    async def _run(self) -> int:
         s = self.settings
         # Every check comes before anything is created: bad input, a data directory another
         # daemon holds or a port in use change nothing on disk.
@@ -130,8 +186,12 @@ class Service:
         adapter = self.adapter = self._make_adapter()
         if not isinstance(adapter, LiveCluster):
             return await self._run_checked(conf, adapter)
-        await self._connect(adapter)
         try:
+            with self.stoppable() as connecting:
+                await self._connect(adapter)
+            if connecting.cancelled_caught:
+                self._say("stopped before the start-up checks were done")
+                return 0
             return await self._run_checked(conf, adapter)
         finally:
             with anyio.CancelScope(shield=True):
@@ -194,10 +254,8 @@ class Service:
         )
         rc = 0
         leading = False
-        # One signal watcher for standing by, the takeover and leading: a SIGTERM at any moment
-        # stops the replica the clean way (never the default action between two watchers).
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(self._watch_signals, tg.cancel_scope)
+        # Standing by, the takeover and leading: a second signal at any moment cancels this group.
+        async with anyio.create_task_group() as tg, self._second_signal_cancels(tg.cancel_scope):
             async with anyio.create_task_group() as standing_by:
                 standby = await self._standby_api(standing_by, api_socket) if api_socket is not None else None
                 try:
@@ -211,7 +269,7 @@ class Service:
             if leading:
                 self._say(f"leading the shared log {redact_dsn(s.db)} (epoch {shared.epoch})")
                 tg.start_soon(shared.keep_lease, tg.cancel_scope.cancel)
-                rc = await self._run_with_log(event_log, conf, adapter, api_socket, watch_signals=False)
+                rc = await self._run_with_log(event_log, conf, adapter, api_socket)
             tg.cancel_scope.cancel()
         if not leading:
             return 0
@@ -283,8 +341,6 @@ class Service:
         conf: ConfWatcher,
         adapter: Any,
         api_socket: socket.socket | None,
-        *,
-        watch_signals: bool = True,
     ) -> int:
         from daemon.cache import load_projection
 
@@ -325,11 +381,10 @@ class Service:
         runner.cycle = projection.last_cycle
         conf.mark_recorded(projection.conf_hash or None)
 
-        async with anyio.create_task_group() as tg:
+        rc = 0  # a second signal cancels the group below before anything returned
+        async with anyio.create_task_group() as tg, self._second_signal_cancels(tg.cancel_scope):
             tg.start_soon(writer.run)
             tg.start_soon(dispatcher.run)
-            if watch_signals:
-                tg.start_soon(self._watch_signals, tg.cancel_scope)
             if self.notifier.watchdog_interval:
                 tg.start_soon(self._watchdog)
             api_runner = (
@@ -337,7 +392,8 @@ class Service:
             )
             try:
                 if isinstance(adapter, LiveCluster):
-                    return await run_live(self, adapter, writer, dispatcher, runner, event_log)
+                    rc = await run_live(self, adapter, writer, dispatcher, runner, event_log)
+                    return rc
                 if lockstep.position().step is Step.LIST:
                     await writer.submit(await adapter.initial_events())
                 else:
@@ -475,17 +531,44 @@ class Service:
             self._say(line)
 
     # ------------------------------------------------------------------ signals, watchdog, API
-    async def _watch_signals(self, scope: anyio.CancelScope) -> None:
-        with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
-            async for signum in signals:
-                if self.stop_requested:
-                    log.warning("second signal: stopping now")
-                    scope.cancel()
-                    return
-                log.info("signal %s: finishing the running cycle, then stopping", signal.Signals(signum).name)
-                self.stop_requested = True
-                self.notifier.stopping("finishing the running cycle")
-                self._stop_ev.set()
+    def _on_signal(self, signum: int) -> None:
+        """The event loop's handler of SIGTERM/SIGINT (see the module notes)."""
+        name = signal.Signals(signum).name
+        if self.stop_requested:
+            log.warning("second signal (%s): stopping now", name)
+            # the outermost group of the running daemon, else (still starting) the whole run
+            (self._hard[1] if len(self._hard) > 1 else self._hard[0]).cancel()
+            return
+        if self._stoppable:
+            log.info("signal %s: stopping (still starting: nothing to finish)", name)
+        else:
+            log.info("signal %s: finishing the running cycle, then stopping", name)
+        self.stop_requested = True
+        self.notifier.stopping("finishing the running cycle")
+        self._stop_ev.set()
+        for scope in self._stoppable:
+            scope.cancel()
+
+    @contextlib.contextmanager
+    def stoppable(self) -> Iterator[anyio.CancelScope]:
+        """A start-up wait a SIGTERM/SIGINT cancels (already cancelled once a stop was asked for);
+        the caller checks `scope.cancelled_caught` (or `stop_requested`) afterwards."""
+        with anyio.CancelScope() as scope:
+            if self.stop_requested:
+                scope.cancel()
+            self._stoppable.append(scope)
+            try:
+                yield scope
+            finally:
+                self._stoppable.remove(scope)
+
+    @contextlib.asynccontextmanager
+    async def _second_signal_cancels(self, scope: anyio.CancelScope) -> AsyncIterator[None]:
+        self._hard.append(scope)
+        try:
+            yield
+        finally:
+            self._hard.remove(scope)
 
     async def _wait_for_stop(self) -> None:
         await self._stop_ev.wait()

@@ -51,6 +51,7 @@ class Settings(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     lease_namespace: str = ""  # "" = the pod's namespace in a cluster, else "default"
     lease_duration: float = 15.0  # seconds a standby waits for an unrenewed lease before taking over
     # (kubernetes: the Lease object; a PostgreSQL log: the leadership row of the shared log)
+    lease_identity: str = ""  # kubernetes: the Lease holder ("" = HOSTNAME + an id kept in data_dir)
 
     @property
     def db_path(self) -> Path:

@@ -1,4 +1,9 @@
-"""Outcomes: what an adapter's sink reported after acting on a decision (by the decision's seq)."""
+"""Outcomes: what an adapter's sink reported after acting on a decision (by the decision's seq).
+
+`superseded` (BindFailed, EvictFailed; False when absent, so older logs decode unchanged): the sink
+did not act because another replica led since the decision was made (leader election); folded
+exactly as a failure (the decision is reverted, the pod decided again) but not one.
+"""
 
 from __future__ import annotations
 
@@ -18,6 +23,7 @@ class BindFailed(EventBase, frozen=True, tag="outcome.bind_failed"):
     name: str
     node: str
     reason: str
+    superseded: bool = False
 
 
 class EvictSucceeded(EventBase, frozen=True, tag="outcome.evict_succeeded"):
@@ -31,6 +37,7 @@ class EvictFailed(EventBase, frozen=True, tag="outcome.evict_failed"):
     namespace: str
     name: str
     reason: str
+    superseded: bool = False
 
 
 OutcomeEvent = BindSucceeded | BindFailed | EvictSucceeded | EvictFailed

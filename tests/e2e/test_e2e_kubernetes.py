@@ -18,6 +18,7 @@ from __future__ import annotations
 import contextlib
 import json
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -52,6 +53,8 @@ from daemon.scheduler.model.quantity import milli_value, whole_value
 from daemon.scheduler.model.resources import Resource, resource_list
 from store.events import (
     BindDecided,
+    BindFailed,
+    BindSucceeded,
     CycleOpened,
     EvictDecided,
     EvictFailed,
@@ -157,6 +160,8 @@ def start_daemon(
     data: str = "data",
     lease: str = "",
     lease_ns: str = "default",
+    lease_s: float = LEASE_S,
+    **extra_env: str,
 ) -> subprocess.Popen[str]:
     """The daemon with its own data directory; its lease is named after the test (or `lease`)."""
     kc = write_kubeconfig(tmp / "kubeconfig", api.url, token or api.token)
@@ -181,8 +186,9 @@ def start_daemon(
         text=True,
         env=env(
             FUMAROLE_LEASE_NAME=lease or "fumarole-" + tmp.name.lower().replace("_", "-")[-40:].strip("-"),
-            FUMAROLE_LEASE_DURATION=str(LEASE_S),
+            FUMAROLE_LEASE_DURATION=str(lease_s),
             FUMAROLE_LEASE_NAMESPACE=lease_ns,
+            **extra_env,
         ),
     )
     _STARTED.append(proc)
@@ -697,3 +703,163 @@ def test_the_deploy_clusterrole_suffices(api: Api, ns: str, tmp_path: Path) -> N
         assert "forbidden" not in err.lower(), err
     finally:
         w.cleanup(kube)
+
+
+# ------------------------------------------------------------------ a restart keeps its lease and its work
+def _lease_name(tmp: Path) -> str:
+    return "fumarole-" + tmp.name.lower().replace("_", "-")[-40:].strip("-")
+
+
+def test_a_replica_restarted_after_kill9_renews_its_own_lease_and_fails_nothing(
+    api: Api, ns: str, tmp_path: Path
+) -> None:
+    """A single replica killed with -9 mid-dispatch and restarted: its stable identity still holds the
+    Lease, so it renews it on its first read (no takeover, the transitions count unchanged) and the
+    decisions its previous life committed but had not forwarded go out: no failed or superseded
+    outcome, no 'not the leader' line.  (The lease is long: waiting it out would show.)"""
+    kube = api.kube()
+    w = Workload(ns, gangs=10, nodes=3, evictions=False)
+    w.create_cluster(kube)
+    lease_s = 30
+    slow = {"FUMAROLE_KUBE_CONCURRENCY": "1"}
+    try:
+        with Kubelet(kube, ns, runtime=1.0):
+            if api.fake is not None:
+                api.fake.binding_delay = 0.3  # binds trail the decisions: some are left to the restart
+            proc = start_daemon(api, tmp_path, lease_s=lease_s, **slow)
+            w.create_jobs(kube)
+            wait_for("a first bind", lambda: bound(kube, ns))
+            before = kube.get("Lease", _lease_name(tmp_path), "default")["spec"]
+            proc.send_signal(signal.SIGKILL)
+            proc.communicate(timeout=30)
+            if api.fake is not None:
+                api.fake.binding_delay = 0.0
+            rows = read_log(tmp_path / "data" / "fumarole.db")
+            decided = {r.seq for r in rows if isinstance(r.event, BindDecided)}
+            answered = {r.event.decision_seq for r in rows if isinstance(r.event, BindSucceeded | BindFailed)}
+            if api.fake is not None:
+                assert decided - answered, "the kill left no decision to forward again"
+            started = time.monotonic()
+            proc = start_daemon(api, tmp_path, lease_s=lease_s, **slow)
+            try:
+                wait_for("a bind by the restarted replica", lambda: _binds_after(tmp_path, answered))
+                first_bind_s = time.monotonic() - started
+                wait_for("every pod bound once", lambda: _all_bound_once(kube, w))
+                after = kube.get("Lease", _lease_name(tmp_path), "default")["spec"]  # (released at stop)
+            finally:
+                _out, err = stop(proc)
+            assert proc.returncode == 0, err
+        assert after["holderIdentity"] == before["holderIdentity"]  # the same identity...
+        assert after["leaseTransitions"] == before["leaseTransitions"]  # ... renewed, not taken over
+        rows = read_log(tmp_path / "data" / "fumarole.db")
+        assert not [r for r in rows if isinstance(r.event, BindFailed)]
+        assert "not the leader" not in err and "superseded" not in err and "Traceback" not in err
+        assert max(scheduled_events(kube, ns).values()) == 1
+        print(f"restart to first bind: {first_bind_s:.2f}s (lease_duration {lease_s}s)")
+    finally:
+        if api.fake is not None:
+            api.fake.binding_delay = 0.0
+        w.cleanup(kube)
+
+
+def _binds_after(tmp_path: Path, answered: set[int]) -> bool:
+    rows = read_log(tmp_path / "data" / "fumarole.db")
+    return any(isinstance(r.event, BindSucceeded) and r.event.decision_seq not in answered for r in rows)
+
+
+# ------------------------------------------------------------ signals at any point: exit 0, no traceback
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
+def test_a_signal_while_waiting_for_the_server_exits_0(sig: signal.Signals, tmp_path: Path) -> None:
+    with socket.socket() as s:  # a port nothing listens on
+        s.bind(("127.0.0.1", 0))
+        url = f"http://127.0.0.1:{s.getsockname()[1]}"
+    proc = start_daemon(Api(url, "admin", None), tmp_path)
+    assert proc.stderr is not None
+    seen = []
+    for line in proc.stderr:
+        seen.append(line)
+        if "waiting for the Kubernetes API server" in line:
+            break
+    proc.send_signal(sig)
+    out, err = proc.communicate(timeout=60)
+    err = "".join(seen) + err
+    assert proc.returncode == 0, err
+    assert "Traceback" not in err and "Unclosed" not in err, err
+    assert out.strip().splitlines() == ["stopped before the start-up checks were done"]
+    assert not (tmp_path / "data").exists()  # nothing created
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
+def test_a_signal_while_running_exits_0(sig: signal.Signals, api: Api, ns: str, tmp_path: Path) -> None:
+    kube = api.kube()
+    w = Workload(ns, gangs=3)
+    w.create_cluster(kube)
+    w.create_jobs(kube)
+    try:
+        proc = start_daemon(api, tmp_path)
+        wait_for("binds", lambda: bound(kube, ns))
+        proc.send_signal(sig)
+        out, err = proc.communicate(timeout=60)
+        assert proc.returncode == 0, err
+        assert "Traceback" not in err and "Unclosed" not in err, err
+        assert "stopped:" in out
+    finally:
+        w.cleanup(kube)
+
+
+# ------------------------------------------------------------------ every kubeconfig error: one line, exit 2
+def _kubeconfig(**change: Any) -> dict[str, Any]:
+    cfg: dict[str, Any] = {
+        "apiVersion": "v1",
+        "kind": "Config",
+        "clusters": [{"name": "c", "cluster": {"server": "http://127.0.0.1:9"}}],
+        "users": [{"name": "u", "user": {"token": "admin"}}],
+        "contexts": [{"name": "x", "context": {"cluster": "c", "user": "u"}}],
+        "current-context": "x",
+    }
+    cfg.update(change)
+    return cfg
+
+
+KUBECONFIG_ERRORS: dict[str, tuple[str | None, str]] = {
+    "missing file": (None, "no such file"),
+    "empty file": ("", "empty"),
+    "not YAML": ("clusters: [not a kubeconfig", "not valid YAML: expected ',' or ']'"),
+    "YAML, not a mapping": ("- a\n- b\n", "expected a mapping, got a list"),
+    "no clusters": (json.dumps(_kubeconfig(clusters=[])), "names cluster 'c', which is not in clusters"),
+    "no current-context": (json.dumps(_kubeconfig(**{"current-context": ""})), "no current-context"),
+    "current-context names no context": (
+        json.dumps(_kubeconfig(**{"current-context": "y"})),
+        "current-context 'y' names no entry of contexts",
+    ),
+    "context names a missing user": (
+        json.dumps(_kubeconfig(contexts=[{"name": "x", "context": {"cluster": "c", "user": "nobody"}}])),
+        "names user 'nobody', which is not in users",
+    ),
+    "cluster without server": (
+        json.dumps(_kubeconfig(clusters=[{"name": "c", "cluster": {}}])),
+        "cluster 'c' has no server address",
+    ),
+    "server with a bad scheme": (
+        json.dumps(_kubeconfig(clusters=[{"name": "c", "cluster": {"server": "ftp://127.0.0.1:9"}}])),
+        "is not an http(s):// URL",
+    ),
+    "a directory": ("DIR", "is a directory"),
+}
+
+
+@pytest.mark.parametrize("case", list(KUBECONFIG_ERRORS))
+def test_every_kubeconfig_error_is_one_line_naming_the_file_and_cause(case: str, tmp_path: Path) -> None:
+    content, cause = KUBECONFIG_ERRORS[case]
+    path = tmp_path / "kubeconfig"
+    if content == "DIR":
+        path.mkdir()
+    elif content is not None:
+        path.write_text(content)
+    r = _run_with_kubeconfig(path, tmp_path / "d")
+    assert r.returncode == 2, r.stderr
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1, r.stderr
+    assert lines[0].startswith(f"fumarole: error: --adapter kubernetes: kubeconfig {path}: ")
+    assert cause in lines[0], lines[0]
+    assert not (tmp_path / "d").exists()

@@ -81,6 +81,7 @@ class FakeApiServer(FakeWrites):
         self.requests: list[tuple[str, str, int]] = []  # (method, path, status) of every request
         # apiserver_request_total: (verb, group, version, resource, subresource, scope, code) -> count
         self.request_totals: Counter[tuple[str, str, str, str, str, str, str]] = Counter()
+        self.binding_delay = 0.0  # seconds every pods/binding waits before it is handled (a slow server)
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
         self._runner: web.AppRunner | None = None
@@ -162,6 +163,8 @@ class FakeApiServer(FakeWrites):
 
     # -------------------------------------------------------------- request handling
     async def _handle(self, request: web.Request) -> web.StreamResponse:
+        if self.binding_delay and request.method == "POST" and request.path.endswith("/binding"):
+            await asyncio.sleep(self.binding_delay)
         try:
             resp = await self._route(request)
         except ApiError as e:

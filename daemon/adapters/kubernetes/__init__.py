@@ -5,20 +5,28 @@ the credentials and checks the server (client.py); `resume(facts)` rebuilds what
 after a restart; `list_all()` is a reconciled listing; `watch(submit)` runs the watches until
 cancelled (source.py); `apply(seq, decision)` acts on a bind or an eviction and `report(seq,
 event)` writes PodGroup and Queue statuses and pending pods' conditions (sink.py); with leader
-election `run_election()` holds a Lease and `leading` / `may_act()` say whether this replica
-decides (leader.py).  Which objects are kept and what is stripped before logging: objects.py.
+election `run_election()` holds a Lease under this replica's stable identity (identity.py) and
+`leading` says whether this replica decides (leader.py).
+
+Before every bind or eviction the sink asks `may_act_on(seq)`: the live loop tells the adapter,
+before each cycle, the first seq its decisions may take (`deciding(first_seq)`), so each decision
+is stamped with the lease epoch it was made in (decisions of the previous life: epoch 0); the
+call waits until this replica leads and is True when no other replica can have led since the
+decision was made, else False (the sink records a superseded outcome and the pod is re-decided).
+`may_act()` is the same wait for what has no seq (reports): stamped with the epoch at the call.
+Which objects are kept and what is stripped before logging: objects.py.
 """
 
 from __future__ import annotations
 
 import logging
-import os
-import socket
-import uuid
+from bisect import bisect_right
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+import anyio
 
 from daemon.adapters.base import Submit
 from daemon.adapters.kubernetes.client import (
@@ -29,6 +37,7 @@ from daemon.adapters.kubernetes.client import (
     Permission,
 )
 from daemon.adapters.kubernetes.flow import AdaptiveLimit
+from daemon.adapters.kubernetes.identity import ClaimedIdentity, claim_identity, random_identity
 from daemon.adapters.kubernetes.leader import LeaseElector
 from daemon.adapters.kubernetes.sink import KubeSink
 from daemon.adapters.kubernetes.source import KubeSource
@@ -55,7 +64,8 @@ class LeaseSettings:
     name: str = "fumarole"
     namespace: str = ""  # "" = the pod's namespace in a cluster, else "default"
     duration: float = 15.0
-    identity: str = ""  # "" = hostname + a random suffix
+    identity: str = ""  # "" = HOSTNAME + the id kept in identity_dir (identity.py)
+    identity_dir: str = ""  # the data directory ("" = a random id, new at every start)
 
 
 def in_cluster_namespace() -> str:
@@ -63,10 +73,6 @@ def in_cluster_namespace() -> str:
         return SA_NAMESPACE.read_text().strip() or "default"
     except OSError:
         return "default"
-
-
-def default_identity() -> str:
-    return f"{os.environ.get('HOSTNAME') or socket.gethostname()}_{uuid.uuid4().hex[:8]}"
 
 
 class KubernetesCluster:
@@ -91,6 +97,10 @@ class KubernetesCluster:
         self._source: KubeSource | None = None
         self._sink: KubeSink | None = None
         self._facts: list[EventBase] = []
+        self._claimed: ClaimedIdentity | None = None
+        # (first seq, lease epoch) of each run of cycles in one epoch, in seq order (see may_act_on)
+        self._stamp_seqs: list[int] = []
+        self._stamps: list[int] = []
 
     async def connect(self) -> None:
         """Credentials, then the server's start-up checks; KubeSetupError names what is wrong."""
@@ -100,7 +110,8 @@ class KubernetesCluster:
         try:
             await api.preflight(permissions=permissions)
         except BaseException:
-            await api.close()
+            with anyio.CancelScope(shield=True):  # also when a signal cancelled the wait
+                await api.close()
             raise
         self._api = api
         if self.lease is not None:
@@ -108,7 +119,7 @@ class KubernetesCluster:
                 api,
                 name=self.lease.name,
                 namespace=lease_ns,
-                identity=self.lease.identity or default_identity(),
+                identity=self.lease.identity or random_identity(),  # run_election() claims the stable one
                 lease_duration=self.lease.duration,
                 renew_deadline=self.lease.duration * 2 / 3,
                 retry_period=max(0.2, self.lease.duration / 7.5),
@@ -123,6 +134,7 @@ class KubernetesCluster:
                 minimum=min(4, self.concurrency),
                 maximum=self.concurrency_max,
             ),
+            may_act_on=self.may_act_on,
         )
         self._source.resume(self._facts)
         self._sink.observe(self._facts)
@@ -144,21 +156,51 @@ class KubernetesCluster:
             return None, ""
         return self.leading, self.leader
 
-    async def may_act(self) -> bool:
-        """Whether the sink may act now (waits a little for a late renewal; see leader.py)."""
+    def deciding(self, first_seq: int) -> None:
+        """The live loop is about to run a cycle whose decisions take seqs from `first_seq` on:
+        stamp them with the lease epoch now (-1, never acted on, when this replica does not lead)."""
+        if self.elector is None:
+            return
+        stamp = self.elector.epoch if self.elector.leading else -1
+        if not self._stamps or self._stamps[-1] != stamp:
+            self._stamp_seqs.append(first_seq)
+            self._stamps.append(stamp)
+
+    def epoch_of(self, seq: int) -> int:
+        """The lease epoch the decision at `seq` was made in (0: before this process started)."""
+        i = bisect_right(self._stamp_seqs, seq)
+        return self._stamps[i - 1] if i else 0
+
+    async def may_act_on(self, seq: int) -> bool:
+        """Wait until this replica leads; True when the decision at `seq` may be acted on (no other
+        replica can have led since it was made), False when it is superseded (leader.py)."""
         if self.elector is None:
             return True
-        return await self.elector.wait_leading(self.elector.lease_duration)
+        return await self.elector.wait_to_act(self.epoch_of(seq))
+
+    async def may_act(self) -> bool:
+        """Wait until this replica leads; False when another replica was seen leading meanwhile
+        (for what carries no seq, such as status reports; decisions use `may_act_on`)."""
+        if self.elector is None:
+            return True
+        return await self.elector.wait_to_act(self.elector.epoch)
 
     async def run_election(self) -> None:
-        if self.elector is not None:
-            await self.elector.run()
+        if self.elector is None or self.lease is None:
+            return
+        if not self.lease.identity and self.lease.identity_dir and self._claimed is None:
+            self._claimed = claim_identity(self.lease.identity_dir)
+            self.elector.identity = self._claimed.identity
+        await self.elector.run()
 
     async def close(self) -> None:
         if self._sink is not None:
             log.info("%s", self._sink.summary())
         if self._api is not None:
             await self._api.close()
+        if self._claimed is not None:
+            self._claimed.release()
+            self._claimed = None
 
     @property
     def source(self) -> KubeSource:

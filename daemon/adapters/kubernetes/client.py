@@ -12,6 +12,13 @@ calls are in flight is the sink's adaptive limit's business (flow.py).  HTTP/1.1
 one connection per call in flight; docs/kubernetes.md gives the measurements behind choosing
 aiohttp over an HTTP/2 client.
 
+Before the loader reads a kubeconfig, `check_kubeconfig` reads it itself and names, on one line,
+the first thing that keeps it from naming a server and credentials: unreadable, empty, not YAML,
+not a mapping, no current-context, a context naming no entry of `contexts`, a context naming a
+cluster or user absent from `clusters` / `users` (as client-go's clientcmd validateContext
+refuses them: tools/clientcmd/validation.go), a cluster without `server`, or a server that is not
+an http(s) URL with a host.
+
 `KubeApi.preflight()` is the start-up check: it waits for the server (a repeated log line, with
 backoff, while it cannot be reached), then fails with `KubeSetupError` naming what is wrong when
 Volcano's CRDs are missing or the credentials lack a permission the adapter uses (asked with
@@ -30,6 +37,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import aiohttp
 import msgspec
@@ -101,6 +109,98 @@ def kubeconfig_path(setting: str, env: dict[str, str] | None = None) -> str | No
     return None
 
 
+KUBECONFIG_SHAPE = "a kubeconfig is a YAML mapping with clusters, users, contexts and current-context"
+
+
+def check_kubeconfig(path: str) -> None:
+    """KubeSetupError (`kubeconfig PATH: cause`, one line) for what `check_kubeconfig` checks (see
+    the module notes); None when the current context names a cluster with an http(s) server."""
+
+    def bad(cause: str) -> KubeSetupError:
+        return KubeSetupError(f"kubeconfig {path}: {cause}")
+
+    p = Path(path)
+    if p.is_dir():
+        raise bad("is a directory, not a kubeconfig file")
+    if not p.exists():
+        raise bad(
+            "no such file (pass --kubeconfig, set KUBECONFIG, or run inside a pod for the in-cluster "
+            "configuration)"
+        )
+    try:
+        text = p.read_text(encoding="utf-8")
+    except OSError as e:
+        raise bad(f"cannot read it: {e.strerror}") from None
+    except UnicodeDecodeError as e:
+        raise bad(f"not UTF-8 text ({e.reason} at byte {e.start})") from None
+    import yaml
+
+    try:
+        doc = yaml.safe_load(text)
+    except yaml.YAMLError as e:
+        raise bad(f"not valid YAML: {_yaml_cause(e)}") from None
+    if doc is None:
+        raise bad(f"empty ({KUBECONFIG_SHAPE})")
+    if not isinstance(doc, dict):
+        raise bad(f"expected a mapping, got {_kind(doc)} ({KUBECONFIG_SHAPE})")
+    current = doc.get("current-context")
+    if not current:
+        raise bad("no current-context (set one with kubectl config use-context NAME)")
+    context = _named(doc, "contexts", "context", current, bad)
+    if context is None:
+        raise bad(f"current-context {current!r} names no entry of contexts")
+    cluster_name, user_name = context.get("cluster"), context.get("user")
+    if not cluster_name:
+        raise bad(f"context {current!r} names no cluster")
+    cluster = _named(doc, "clusters", "cluster", cluster_name, bad)
+    if cluster is None:
+        raise bad(f"context {current!r} names cluster {cluster_name!r}, which is not in clusters")
+    if user_name and _named(doc, "users", "user", user_name, bad) is None:
+        raise bad(f"context {current!r} names user {user_name!r}, which is not in users")
+    server = cluster.get("server")
+    if not server or not isinstance(server, str):
+        raise bad(f"cluster {cluster_name!r} has no server address (clusters[].cluster.server)")
+    try:
+        url = urlsplit(server)
+        host = url.hostname
+        url.port  # noqa: B018 (raises ValueError on a bad port)
+    except ValueError as e:
+        raise bad(f"cluster {cluster_name!r}: server {server!r} is not a valid URL ({e})") from None
+    if url.scheme not in ("http", "https") or not host:
+        raise bad(f"cluster {cluster_name!r}: server {server!r} is not an http(s):// URL with a host")
+
+
+def _named(doc: dict[str, Any], section: str, key: str, name: str, bad: Any) -> dict[str, Any] | None:
+    """The `key` map of the entry of the list `section` named `name` (None when there is none)."""
+    entries = doc.get(section) or []
+    if not isinstance(entries, list):
+        raise bad(f"{section}: expected a list, got {_kind(entries)}")
+    for entry in entries:
+        if isinstance(entry, dict) and entry.get("name") == name:
+            body = entry.get(key) or {}
+            if not isinstance(body, dict):
+                raise bad(f"{section} entry {name!r}: {key} is {_kind(body)}, not a mapping")
+            return body
+    return None
+
+
+def _kind(value: Any) -> str:
+    return {list: "a list", str: "a string", int: "a number", float: "a number", bool: "a boolean"}.get(
+        type(value), type(value).__name__
+    )
+
+
+def _yaml_cause(e: Exception) -> str:
+    problem = getattr(e, "problem", None) or str(e).splitlines()[0]
+    mark = getattr(e, "problem_mark", None)
+    where = f" (line {mark.line + 1}, column {mark.column + 1})" if mark is not None else ""
+    return f"{problem}{where}"
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split()) or "(no message)"
+
+
 class KubeApi:
     """Raw JSON requests and watch streams over a kubernetes_asyncio ApiClient."""
 
@@ -128,20 +228,20 @@ class KubeApi:
                 config.load_incluster_config(client_configuration=cfg)  # type: ignore[no-untyped-call]
                 where = "in-cluster service account"
             else:
-                if not Path(path).is_file():
-                    raise KubeSetupError(
-                        f"kubeconfig {path}: no such file (pass --kubeconfig, set KUBECONFIG, "
-                        "or run inside a pod for the in-cluster configuration)"
-                    )
+                check_kubeconfig(path)
                 await config.load_kube_config(config_file=path, client_configuration=cfg)
                 where = f"kubeconfig {path}"
+        except KubeSetupError:
+            raise
         except (ConfigException, ValueError, KeyError, TypeError, OSError) as e:
             raise KubeSetupError(
-                f"{'kubeconfig ' + path if path else 'in-cluster configuration'}: {e}"
+                f"{'kubeconfig ' + path if path else 'in-cluster configuration'}: "
+                f"{_one_line(str(e)) if str(e) else type(e).__name__}"
             ) from None
-        except Exception as e:  # the YAML parser's errors and the like
+        except Exception as e:  # the loader's other errors (an exec plugin, a certificate file...)
             raise KubeSetupError(
-                f"{'kubeconfig ' + path if path else 'in-cluster configuration'}: {e}"
+                f"{'kubeconfig ' + path if path else 'in-cluster configuration'}: "
+                f"{type(e).__name__}: {_one_line(str(e))}"
             ) from None
         if not cfg.host:
             raise KubeSetupError(f"{where}: no server address")

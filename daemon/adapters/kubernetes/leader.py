@@ -3,16 +3,22 @@
 Every `retry_period` the elector reads the Lease: absent, it creates it holding it; held by us, it
 renews it (`renewTime`, an update carrying the resourceVersion it read, so two writers cannot
 both win); held by another, it takes it over once the record has not changed for
-`lease_duration` seconds *as observed locally* (the holder's clock is never compared with ours).
-A leader that could not renew for `renew_deadline` seconds steps down.  `leading` says whether
-this replica leads now; `holder` names the current holder.
+`lease_duration` seconds *as observed locally* (the holder's clock is never compared with ours);
+released (no holder), it takes it at once.  A leader that could not renew for `renew_deadline`
+seconds steps down.  `leading` says whether this replica leads now; `holder` names the current
+holder.  (client-go: tools/leaderelection/leaderelection.go, tryAcquireOrRenew and renew.)
 
-A standby keeps its watches and its log current (the source runs regardless) but runs no cycle,
-and the sink refuses to act for it (daemon/runtime/live_loop.py, sink.py): a decision meeting a
-replica that does not lead waits (`wait_leading`, up to the lease duration) for it to renew its
-own lease again — a busy replica whose renewals came late steps down and renews again without
-anyone else having led — and gets a failed outcome if another replica held the lease meanwhile.
-On taking over the live loop relists before its first cycle.
+The holder identity is stable per replica (identity.py): a restarted replica whose previous life
+still holds the Lease renews it on its first read, without waiting out the lease duration.
+
+`epoch` counts the times this replica saw the Lease out of its own hands (absent, released, held
+or written first by another): whatever another replica did with it, it did at an epoch this
+replica had not been leading in.  A decision is stamped with the epoch it was made in (the
+KubernetesCluster keeps the stamps; decisions committed by the previous life carry epoch 0, the
+first one of this life) and `wait_to_act(stamp)` waits until this replica leads, then says
+whether it still leads in that epoch: a leader whose renewals came late steps down and renews
+again in the same epoch (no one else led; its decisions go out), while after another replica led
+the decision is superseded (the new leader's world re-decides the pod).
 """
 
 from __future__ import annotations
@@ -57,7 +63,7 @@ class LeaseElector:
         self.clock = clock
         self.leading = False
         self.holder = ""
-        self.others_seen = 0  # how many times another replica was seen holding the lease
+        self.epoch = 0  # bumped whenever the lease is seen out of this replica's hands (see the notes)
         self.transitions = 0
         self._observed: tuple[Any, float] | None = None  # (record, when we saw it change)
         self._last_renew = 0.0
@@ -93,12 +99,15 @@ class LeaseElector:
         now = self.clock()
         code, lease = await self.api.request("GET", self.path, timeout=10)
         if code == 404:
+            self._bump()  # nobody holds it now: whoever held it before is not us in this epoch
             body = self._lease_body(None, transitions=0)
             code, created = await self.api.request(
                 "POST", f"/apis/coordination.k8s.io/v1/namespaces/{self.namespace}/leases", body=body
             )
             if code in (200, 201):
                 self._won(created, now)
+            elif code == 409:
+                self._bump()  # another replica created it first
             return
         if code != 200:
             raise KubeTransientError(f"GET lease: {code} {message_of(lease)}")
@@ -110,8 +119,7 @@ class LeaseElector:
         if holder == self.identity:
             await self._update(lease, spec, now, transitions=int(spec.get("leaseTransitions") or 0))
             return
-        if holder and holder != self.holder:
-            self.others_seen += 1
+        self._bump()  # released, or held by another replica
         duration = float(spec.get("leaseDurationSeconds") or self.lease_duration)
         if holder and now - self._observed[1] < duration:
             self._set(False, holder)
@@ -126,7 +134,8 @@ class LeaseElector:
         if code == 200:
             self._won(updated, now)
         elif code == 409:
-            self._set(False, self.holder)  # someone else wrote first; read again next time
+            self._bump()  # someone else wrote first; read again next time
+            self._set(False, self.holder)
 
     def _lease_body(self, spec: dict[str, Any] | None, *, transitions: int) -> dict[str, Any]:
         now = _rfc3339_micro()
@@ -144,20 +153,21 @@ class LeaseElector:
             },
         }
 
-    async def wait_leading(self, timeout: float) -> bool:
-        """True when this replica leads, or leads again within `timeout` without another replica
-        having held the lease meanwhile (a leader that stepped down because its own renewals were
-        late, and renewed its own lease again, may still act on what it decided)."""
-        if self.leading:
-            return True
-        seen = self.others_seen
-        with anyio.move_on_after(timeout):
-            while not self._leads():
-                await self.changed.wait()
-        return self._leads() and self.others_seen == seen
+    async def wait_to_act(self, stamp: int) -> bool:
+        """Wait until this replica leads, or the epoch moved past `stamp`; True when it leads in
+        epoch `stamp` (a decision made then may be acted on), False when another replica may have
+        led since (the decision is superseded)."""
+        while self.epoch == stamp and not self.leading:
+            await self.changed.wait()
+        return self.leading and self.epoch == stamp
 
-    def _leads(self) -> bool:
-        return self.leading
+    def _bump(self) -> None:
+        self.epoch += 1
+        self._notify()
+
+    def _notify(self) -> None:
+        prev, self.changed = self.changed, anyio.Event()
+        prev.set()
 
     def _won(self, lease: Any, now: float) -> None:
         self._last_renew = now
@@ -176,8 +186,7 @@ class LeaseElector:
                 "acquired: this replica leads" if leading else f"standby (held by {holder or 'nobody'})",
             )
             self.leading = leading
-            prev, self.changed = self.changed, anyio.Event()
-            prev.set()
+            self._notify()
         self.holder = holder
 
     async def release(self) -> None:

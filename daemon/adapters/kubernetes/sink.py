@@ -45,8 +45,12 @@ How (issue 22: the API server, not the sink, must be the limit):
   one its PodScheduled condition in the API carries (so a restart does not repeat them).
 
 Nothing here runs before its decision is committed to the log: the dispatcher reads decisions
-from the log.  `may_act()` (leader election) is asked before every action; a replica that does
-not lead acts on nothing.  The sink reports no facts back: the watch brings the pods' new state.
+from the log.  With leader election, a decision waits until this replica leads (`may_act_on(seq)`,
+daemon/adapters/kubernetes/__init__.py); one made before another replica led is not acted on: it
+gets a superseded outcome (BindFailed / EvictFailed with `superseded=True`, reason SUPERSEDED),
+which the projection folds as a failed one (the pod is pending again and the leader re-decides
+it), and which the dispatcher neither counts nor logs as a failure.  Reports wait likewise and are
+dropped when superseded.  The sink reports no facts back: the watch brings the pods' new state.
 """
 
 from __future__ import annotations
@@ -103,6 +107,9 @@ COMPONENT = "volcano"  # the Events' source component, as Volcano's scheduler na
 SMP = "application/strategic-merge-patch+json"
 MERGE = "application/merge-patch+json"
 VOLCANO = "/apis/scheduling.volcano.sh/v1beta1"
+
+
+SUPERSEDED = "superseded: another replica led since this decision was made; the leader re-decides the pod"
 
 
 def _now() -> str:
@@ -162,9 +169,11 @@ class KubeSink:
         may_act: Callable[[], Awaitable[bool]] | None = None,
         limit: AdaptiveLimit | None = None,
         clock: Callable[[], float] = time.monotonic,
+        may_act_on: Callable[[int], Awaitable[bool]] | None = None,
     ) -> None:
         self.api = api
         self.may_act = may_act or _always
+        self.may_act_on = may_act_on
         self.retries = retries
         self.backoff = backoff
         self.scheduler_name = scheduler_name
@@ -291,14 +300,25 @@ class KubeSink:
         self, seq: int, decision: BindDecided | EvictDecided
     ) -> tuple[OutcomeEvent, list[ObservedEvent]]:
         try:
-            if not await self.may_act():  # decided just before the lease was lost
-                why = "not the leader any more: another replica holds the lease"
+            allowed = await (self.may_act_on(seq) if self.may_act_on is not None else self.may_act())
+            if not allowed:  # made before another replica led: the leader decides the pod again
                 d = decision
                 if isinstance(d, BindDecided):
                     return BindFailed(
-                        decision_seq=seq, namespace=d.namespace, name=d.name, node=d.node, reason=why
+                        decision_seq=seq,
+                        namespace=d.namespace,
+                        name=d.name,
+                        node=d.node,
+                        reason=SUPERSEDED,
+                        superseded=True,
                     ), []
-                return EvictFailed(decision_seq=seq, namespace=d.namespace, name=d.name, reason=why), []
+                return EvictFailed(
+                    decision_seq=seq,
+                    namespace=d.namespace,
+                    name=d.name,
+                    reason=SUPERSEDED,
+                    superseded=True,
+                ), []
             if isinstance(decision, BindDecided):
                 return await self._bind(seq, decision), []
             return await self._evict(seq, decision), []
