@@ -231,5 +231,5 @@ def test_the_recorder_names_events_with_strictly_increasing_nanoseconds() -> Non
     clock = Clock()  # a clock that does not move
     rec = EventRecorder(clock_ns=clock)
     assert rec.record(pod(), "Normal", "Scheduled", "a") and rec.record(pod(), "Normal", "Scheduled", "b")
-    assert [e.name for e in rec._queue] == [f"p.{T0:x}", f"p.{T0 + 1:x}"]
+    assert [e.name for e, _done in rec._queue] == [f"p.{T0:x}", f"p.{T0 + 1:x}"]
     assert not rec.record(pod(), "Info", "Scheduled", "c")  # not Normal or Warning: refused

@@ -511,18 +511,26 @@ class EventRecorder:
         self.concurrency = concurrency
         self.correlator = correlator or EventCorrelator(clock_ns)
         self.counters = EventCounters()
-        self._queue: collections.deque[CoreEvent] = collections.deque()
+        self._queue: collections.deque[tuple[CoreEvent, anyio.Event | None]] = collections.deque()
         self._wake: anyio.Event | None = None  # made by the waiting side (anyio needs a running loop)
         self._idle: anyio.Event | None = None
         self._unfinished = 0  # recorded and not yet written or given up
         self._last_ns = 0
-        self._chains: dict[tuple[str, str], collections.deque[Correlation]] = {}
+        self._chains: dict[tuple[str, str], collections.deque[tuple[Correlation, anyio.Event | None]]] = {}
 
     # -------------------------------------------------------------- recording (synchronous)
     def record(
-        self, obj_ref: ObjectRef, type_: str, reason: str, message: str, *, dedup_token: str = ""
+        self,
+        obj_ref: ObjectRef,
+        type_: str,
+        reason: str,
+        message: str,
+        *,
+        dedup_token: str = "",
+        done: anyio.Event | None = None,
     ) -> bool:
-        """Queue an Event about `obj_ref` (False when it is not queued: bad type, or the queue is full)."""
+        """Queue an Event about `obj_ref` (False when it is not queued: bad type, or the queue is full).
+        `done`, when given, is set once this event is written, skipped or given up."""
         if type_ not in EVENT_TYPES:
             log.error(
                 "event %s about %s/%s: unsupported type %r", reason, obj_ref.namespace, obj_ref.name, type_
@@ -537,20 +545,23 @@ class EventRecorder:
         now = max(self.clock_ns(), self._last_ns + 1)
         self._last_ns = now
         self._queue.append(
-            CoreEvent(
-                name=event_name(obj_ref, now, reason, dedup_token),
-                namespace=obj_ref.namespace or "default",
-                involved=obj_ref,
-                reason=reason,
-                message=message,
-                type=type_,
-                first_ns=now,
-                last_ns=now,
-                source_component=self.component,
-                source_host=self.host,
-                reporting_controller=self.component,
-                reporting_instance=self.host,
-                dedup_token=dedup_token,
+            (
+                CoreEvent(
+                    name=event_name(obj_ref, now, reason, dedup_token),
+                    namespace=obj_ref.namespace or "default",
+                    involved=obj_ref,
+                    reason=reason,
+                    message=message,
+                    type=type_,
+                    first_ns=now,
+                    last_ns=now,
+                    source_component=self.component,
+                    source_host=self.host,
+                    reporting_controller=self.component,
+                    reporting_instance=self.host,
+                    dedup_token=dedup_token,
+                ),
+                done,
             )
         )
         self._unfinished += 1
@@ -579,31 +590,35 @@ class EventRecorder:
                     self._wake = anyio.Event()
                     await self._wake.wait()
                 self._wake = None
-                event = self._queue.popleft()
+                event, done = self._queue.popleft()
                 result = self.correlator.correlate(event)
                 if result.action == "skip" or result.event is None:
                     self.counters.skipped += 1
-                    self._finished()
+                    self._finished(done)
                     continue
                 chain_key = (result.event.namespace, result.event.name)
                 waiting = self._chains.get(chain_key)
                 if waiting is not None:  # a write of the same Event is in flight: after it
-                    waiting.append(result)
+                    waiting.append((result, done))
                     continue
                 self._chains[chain_key] = collections.deque()
                 await slots.acquire()
-                tg.start_soon(self._write_chain, send, chain_key, result, slots)
+                tg.start_soon(self._write_chain, send, chain_key, (result, done), slots)
 
     async def _write_chain(
-        self, send: Send, chain_key: tuple[str, str], first: Correlation, slots: anyio.Semaphore
+        self,
+        send: Send,
+        chain_key: tuple[str, str],
+        first: tuple[Correlation, anyio.Event | None],
+        slots: anyio.Semaphore,
     ) -> None:
         try:
-            result: Correlation | None = first
-            while result is not None:
-                await self._write(send, result)
-                self._finished()
+            item: tuple[Correlation, anyio.Event | None] | None = first
+            while item is not None:
+                await self._write(send, item[0])
+                self._finished(item[1])
                 waiting = self._chains[chain_key]
-                result = waiting.popleft() if waiting else None
+                item = waiting.popleft() if waiting else None
         finally:
             del self._chains[chain_key]
             slots.release()
@@ -642,7 +657,9 @@ class EventRecorder:
         )
         self.correlator.update_state(answered if answered is not None and answered.name else sent)
 
-    def _finished(self) -> None:
+    def _finished(self, done: anyio.Event | None = None) -> None:
+        if done is not None:
+            done.set()
         self._unfinished -= 1
         if not self._unfinished and self._idle is not None:
             self._idle.set()

@@ -107,6 +107,7 @@ COMPONENT = "volcano"  # the Events' source component, as Volcano's scheduler na
 SMP = "application/strategic-merge-patch+json"
 MERGE = "application/merge-patch+json"
 VOLCANO = "/apis/scheduling.volcano.sh/v1beta1"
+EVENT_QUEUE = 10_000
 
 
 SUPERSEDED = "superseded: another replica led since this decision was made; the leader re-decides the pod"
@@ -183,7 +184,12 @@ class KubeSink:
         self.slots = PrioritySlots(limit or AdaptiveLimit(), clock=clock)
         self.counters = SinkCounters()
         # Volcano's recorder names the scheduler as the Events' component (one scheduler name).
-        self.events = EventRecorder(component=scheduler_name or COMPONENT, concurrency=16)
+        # Volcano's recorder names the scheduler as the Events' component (one scheduler name).  Its
+        # queue holds 10,000 Events where client-go's broadcaster drops past 1,000: a burst of binds
+        # records one Scheduled Event each, and a decision is done only once its Event is written.
+        self.events = EventRecorder(
+            component=scheduler_name or COMPONENT, concurrency=16, queue_size=EVENT_QUEUE
+        )
         # Binds and evictions handed over (admitted) and not yet answered, per job and per queue.
         self._acting_jobs: Counter[str] = Counter()
         self._acting_queues: Counter[str] = Counter()
@@ -350,19 +356,24 @@ class KubeSink:
                 decision_seq=seq, namespace=d.namespace, name=d.name, node=d.node, reason=reason
             )
 
-        def succeeded() -> OutcomeEvent:
+        async def succeeded() -> OutcomeEvent:
             self._unschedulable.pop((d.namespace, d.name), None)
-            self.events.record(
+            # The decision is done once its Event is written too: a crash before that forwards the
+            # decision again (the bind answers 409 on the same node) and the Event is not lost.
+            written = anyio.Event()
+            if self.events.record(
                 ObjectRef.pod(d.namespace, d.name, d.uid),
                 "Normal",
                 "Scheduled",
                 f"Successfully assigned {d.namespace}/{d.name} to {d.node}",
                 dedup_token=f"{d.uid}/{seq}",
-            )
+                done=written,
+            ):
+                await written.wait()
             return BindSucceeded(decision_seq=seq, namespace=d.namespace, name=d.name, node=d.node)
 
         if code in (200, 201):
-            return succeeded()
+            return await succeeded()
         if code == 409:
             pcode, pod = await self._call(
                 LANE_DECISIONS, seq, "GET", _pod_path(d.namespace, d.name), kind="pods"
@@ -370,7 +381,7 @@ class KubeSink:
             if pcode == 200:
                 meta, spec = pod.get("metadata") or {}, pod.get("spec") or {}
                 if (not d.uid or meta.get("uid") == d.uid) and spec.get("nodeName") == d.node:
-                    return succeeded()
+                    return await succeeded()
             return failed(f"409 Conflict: {message_of(body)}")
         if code == 0:
             return failed(f"transient: {message_of(body)}")
@@ -392,13 +403,16 @@ class KubeSink:
         if d.uid and uid != d.uid:
             return ok()
         message = f"Pod is evicted, because of {d.reason}"
-        self.events.record(
+        written = anyio.Event()
+        if not self.events.record(
             ObjectRef.pod(d.namespace, d.name, uid),
             "Warning",
             "Evict",
             message,
             dedup_token=f"{uid}/{seq}",
-        )
+            done=written,
+        ):
+            written.set()
         patch = {
             "metadata": {"uid": uid},
             "status": {
@@ -435,6 +449,7 @@ class KubeSink:
             kind="pods",
             body={"apiVersion": "v1", "kind": "DeleteOptions", "preconditions": {"uid": uid}},
         )
+        await written.wait()  # done once its Event is written too (as for a bind's Scheduled Event)
         if dcode in (200, 202, 404):
             return ok()
         if dcode == 409:  # the uid precondition failed: recreated meanwhile
@@ -565,13 +580,16 @@ class KubeSink:
             if code in (200, 201):
                 self._unschedulable[(ns, name)] = message
                 uid = ((body or {}).get("metadata") or {}).get("uid", "")
-                self.events.record(
+                written = anyio.Event()
+                if self.events.record(
                     ObjectRef.pod(ns, name, uid),
                     "Warning",
                     "FailedScheduling",
                     message,
                     dedup_token=message,  # the same message again after a restart: no second Event
-                )
+                    done=written,
+                ):
+                    await written.wait()
             elif code != 404:
                 log.warning("pod %s/%s PodScheduled condition: %s %s", ns, name, code, message_of(body))
 
