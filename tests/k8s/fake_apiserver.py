@@ -38,6 +38,7 @@ from aiohttp import web
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from fake_api_metrics import RequestCounter
 from fake_api_model import (
     ALL,
     BUILTIN,
@@ -74,6 +75,7 @@ class FakeApiServer(FakeWrites):
         self.grants: dict[str, set[tuple[str, str]]] = {}  # service account user -> allowed (verb, resource)
         self.bookmark_interval = bookmark_interval
         self.requests: list[tuple[str, str, int]] = []  # (method, path, status) of every request
+        self.request_counter = RequestCounter()  # apiserver_request_total, served at /metrics
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
         self._runner: web.AppRunner | None = None
@@ -163,6 +165,8 @@ class FakeApiServer(FakeWrites):
             err = status(400, "BadRequest", f"the body of the request could not be decoded: {e}")
             resp = web.json_response(err, status=400)
         self.requests.append((request.method, request.path_qs, resp.status))
+        watch = request.query.get("watch", "") in ("1", "t", "T", "TRUE", "true", "True")
+        self.request_counter.count(request.method, request.path, watch, resp.status)
         return resp
 
     def _auth(self, request: web.Request, verb: str, res: Resource | None, sub: str, ns: str | None) -> None:
@@ -193,6 +197,9 @@ class FakeApiServer(FakeWrites):
             return web.json_response(SERVER_VERSION)
         if parts and parts[0] in ("healthz", "readyz", "livez"):
             return web.Response(text="ok")
+        if parts == ["metrics"]:
+            self._auth(request, "get", None, "", None)
+            return web.Response(text=self.request_counter.render(), content_type="text/plain")
         if parts[:1] == ["api"]:
             if len(parts) == 1:
                 self._auth(request, "get", None, "", None)
