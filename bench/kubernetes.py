@@ -645,12 +645,13 @@ class Scheduler:
 
 
 # ---------------------------------------------------------- cluster set-up
-async def gather_limited(n: int, jobs: Iterable[Callable[[], Awaitable[Any]]]) -> list[Any]:
+async def gather_limited(n: int, jobs: Iterable[Awaitable[Any]]) -> list[Any]:
+    """Await `jobs`, at most `n` at a time."""
     sem = asyncio.Semaphore(n)
 
-    async def one(job: Callable[[], Awaitable[Any]]) -> Any:
+    async def one(job: Awaitable[Any]) -> Any:
         async with sem:
-            return await job()
+            return await job
 
     return list(await asyncio.gather(*(one(j) for j in jobs)))
 
@@ -663,7 +664,7 @@ async def create_nodes(api: Api, names: list[str], cpu: int, conc: int) -> None:
         # API server's admission put on it at creation (../shared/k8s/README.md).
         await api.patch("Node", name, {"spec": {"taints": None}})
 
-    await gather_limited(conc, [lambda n=n: one(n) for n in names])
+    await gather_limited(conc, [one(n) for n in names])
 
 
 async def create_cluster(api: Api, args: argparse.Namespace, nodes: int) -> None:
@@ -680,7 +681,7 @@ async def create_gang(api: Api, g: Gang, sent: list[float]) -> None:
     await api.create(podgroup_obj(g))
     sent.append(time.time())
     await gather_limited(
-        g.size, [lambda j=j: api.create(pod_obj(NS, f"{g.name}-{j}", g.name, g.cpu)) for j in range(g.size)]
+        g.size, [api.create(pod_obj(NS, f"{g.name}-{j}", g.name, g.cpu)) for j in range(g.size)]
     )
 
 
@@ -688,7 +689,7 @@ async def create_gangs(api: Api, gangs: list[Gang], conc: int) -> tuple[float, f
     """Create the gangs (PodGroup, then its pods), `conc` gangs at a time; (first sent, last done)."""
     sent: list[float] = []
     first = time.time()
-    await gather_limited(max(1, conc // 4), [lambda g=g: create_gang(api, g, sent) for g in gangs])
+    await gather_limited(max(1, conc // 4), [create_gang(api, g, sent) for g in gangs])
     return first, time.time()
 
 
@@ -753,7 +754,7 @@ async def minimal_client(server: Server, count: int, args: argparse.Namespace) -
         pods = [f"m-{i:05d}" for i in range(count)]
         await gather_limited(
             args.create_concurrency,
-            [lambda p=p: api.create(pod_obj(MINIMAL_NS, p, "", 1, MINIMAL_SCHEDULER)) for p in pods],
+            [api.create(pod_obj(MINIMAL_NS, p, "", 1, MINIMAL_SCHEDULER)) for p in pods],
         )
     finally:
         await api.close()
@@ -950,16 +951,18 @@ KEY_FIGURE = {
 
 
 # ---------------------------------------------------------- churn
+def gangs_for_pods(pods: int, mix: list[tuple[int, float]], seed: int, prefix: str) -> list[Gang]:
+    """Gangs with sizes drawn from `mix` (seeded) until exactly `pods` pods (the last one cut to fit)."""
+    rng = random.Random(seed)
+    sizes: list[int] = []
+    while sum(sizes) < pods:
+        size = rng.choices([s for s, _ in mix], weights=[w for _, w in mix])[0]
+        sizes.append(min(size, pods - sum(sizes)))
+    return [Gang(f"{prefix}{i:05d}", "bench-a" if i % 4 else "bench-b", s, 1) for i, s in enumerate(sizes)]
+
+
 def churn_gangs(args: argparse.Namespace) -> list[Gang]:
-    """Gangs from the mix until rate × seconds pods (seeded; the last gang may overshoot)."""
-    target = int(args.churn_rate * args.churn_seconds)
-    rng = random.Random(args.seed + 1)
-    sizes, total = [], 0
-    while total < target:
-        s = rng.choices([s for s, _ in args.churn_mix], weights=[w for _, w in args.churn_mix])[0]
-        sizes.append(s)
-        total += s
-    return [Gang(f"c{i:05d}", "bench-a" if i % 4 else "bench-b", s, 1) for i, s in enumerate(sizes)]
+    return gangs_for_pods(int(args.churn_rate * args.churn_seconds), args.churn_mix, args.seed + 1, "c")
 
 
 async def churn(api: Api, gangs: list[Gang], args: argparse.Namespace) -> tuple[float, float]:
@@ -1006,9 +1009,9 @@ async def run_scale(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
             placements.append((f"b{i:06d}", cur))
         await gather_limited(
             args.create_concurrency,
-            [lambda p=p, n=n: api.create(pod_obj(NS, p, "", 1, node=n)) for p, n in placements],
+            [api.create(pod_obj(NS, p, "", 1, node=n)) for p, n in placements],
         )
-        gangs = make_gangs(max(1, pending // 5), args.mix, args.seed, prefix="s")
+        gangs = gangs_for_pods(pending, args.mix, args.seed, "s")
         await create_gangs(api, gangs, args.create_concurrency)
         names = pod_names(gangs)
         out |= {
@@ -1113,11 +1116,12 @@ MEDIAN_KEYS = {
 
 
 def dig(d: dict[str, Any], key: str) -> Any:
+    value: Any = d
     for part in key.split("."):
-        if not isinstance(d, dict):
+        if not isinstance(value, dict):
             return None
-        d = d.get(part)  # type: ignore[assignment]
-    return d
+        value = value.get(part)
+    return value
 
 
 def summarize(scenario: str, runs: list[dict[str, Any]]) -> dict[str, Any]:

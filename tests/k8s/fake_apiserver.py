@@ -11,7 +11,8 @@ PATCH / DELETE (a bound, unfinished pod with a grace period stays, with deletion
 deleted with gracePeriodSeconds=0), the `pods/binding`, `pods/eviction`, `pods/status`,
 `nodes/status` and `queues/status` subresources (PodGroups have none: `podgroups/X/status` is 404,
 as with Volcano's CRD), core v1 Events, coordination.k8s.io Leases, and bearer tokens mapped to
-allowed (verb, resource) sets (401 for an unknown token, 403 Forbidden Status for a missing verb).
+allowed (verb, resource) sets (401 for an unknown token, 403 Forbidden Status for a missing verb),
+and `/metrics` with kube-apiserver's `apiserver_request_total` counter (tests/k8s/fake_api_metrics.py).
 
 Shapes follow recorded payloads (tests/k8s/payloads/): Status objects, list kind/apiVersion/
 metadata (built-in list items carry no kind/apiVersion, custom resources' do), managedFields on
