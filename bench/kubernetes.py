@@ -570,6 +570,8 @@ class Scheduler:
             ]  # fmt: skip
             return cmd, env
         self.healthz_port = free_port()
+        # vc-scheduler opens its klog control socket there, removing a stale one: one directory each.
+        env["DEBUG_SOCKET_DIR"] = str(self.tmp / "klog-socks")
         cmd = [
             os.environ["VC_SCHEDULER"],
             f"--kubeconfig={self.server.kubeconfig}",
