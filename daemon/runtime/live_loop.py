@@ -8,9 +8,11 @@ reads the wall clock once, appends it as `ClockAdvanced(at_ms)` (so the cycle's 
 dispatcher forwards the cycle's decisions as soon as they are committed; the loop does not wait
 for them (the projection's bind overlays keep the next cycle from binding a pod twice).
 
-A cycle is skipped when nothing was appended since the previous cycle decided nothing (an idle
-cluster does not fill the log with empty cycles), but one runs at least every `IDLE_REFRESH_S`
-so that time-dependent plugins see time pass.
+A cycle is skipped when nothing but the cycles' own events (clock advances, cycle markers,
+decisions) was appended after the watermark of the previous cycle and that cycle decided
+nothing (an idle cluster does not fill the log with empty cycles), but one runs at least every
+`IDLE_REFRESH_S` so that time-dependent plugins see time pass.  A fact folded while a cycle ran
+comes after its watermark, so the next tick runs a cycle for it.
 
 With leader election (`adapter.leading`), a standby keeps listing and watching but runs no
 cycle; on becoming the leader it relists (reconciled, so only what changed is logged) before its
@@ -27,11 +29,13 @@ from __future__ import annotations
 
 import logging
 import time
+import typing
 from typing import TYPE_CHECKING, Any
 
 import anyio
 
-from store.events import ClockAdvanced, ObservedEvent
+from daemon.runtime.cycle import CycleEvent
+from store.events import ClockAdvanced, ConfigurationRecorded, ObservedEvent
 
 if TYPE_CHECKING:
     from daemon.adapters.base import LiveCluster
@@ -42,6 +46,38 @@ if TYPE_CHECKING:
 log = logging.getLogger("fumarole.live")
 
 IDLE_REFRESH_S = 60.0
+OWN_EVENTS = (ClockAdvanced, ConfigurationRecorded, *typing.get_args(CycleEvent))
+
+
+class CycleDue:
+    """Whether the live loop's next tick runs a cycle (see the module notes).
+
+    `note(seq, event)` is a writer listener: it remembers the last seq of an event the cycles did
+    not write themselves (a fact, an outcome).  After a cycle, `ran(watermark, decided, at)`; a
+    cycle is due unless the last one decided nothing and no such event came after its watermark,
+    and at least every `IDLE_REFRESH_S` regardless.  (Comparing with the projection's seq after
+    the cycle, as before, missed a fact folded while an idle cycle ran: it waited for the refresh.)
+    """
+
+    def __init__(self) -> None:
+        self.changed = 0
+        self.watermark = -1  # -1: no cycle yet (or a fresh listing): due
+        self.idle = False
+        self.at = 0.0
+
+    def note(self, seq: int, event: Any) -> None:
+        if not isinstance(event, OWN_EVENTS):
+            self.changed = seq
+
+    def ran(self, watermark: int, *, decided: bool, at: float) -> None:
+        self.watermark, self.idle, self.at = watermark, not decided, at
+
+    def reset(self) -> None:
+        self.watermark = -1
+
+    def due(self, now: float) -> bool:
+        quiet = self.watermark >= 0 and self.idle and self.changed <= self.watermark
+        return not quiet or now - self.at >= IDLE_REFRESH_S
 
 
 def wall_ms() -> int:
@@ -62,6 +98,9 @@ async def run_live(
     async def submit(events: list[ObservedEvent], keys: list[str | None]) -> None:
         await writer.submit(events, idem_keys=keys)
 
+    due = CycleDue()
+    writer.event_listeners.append(due.note)
+
     async with anyio.create_task_group() as tg:
         tg.start_soon(adapter.run_election)
         with service.stoppable() as listing:
@@ -77,9 +116,6 @@ async def run_live(
         service.notifier.ready("listed the cluster; watching")
         tg.start_soon(adapter.watch, submit)
         next_tick = time.monotonic()
-        last_seq = -1
-        last_idle = False
-        last_cycle = 0.0
         was_leading = True  # the listing above is fresh
         while not service.stop_requested:
             delay = next_tick - time.monotonic()
@@ -95,16 +131,15 @@ async def run_live(
                 log.info("leading now: relisting before the first cycle")
                 await submit(*await adapter.list_all())
                 was_leading = True
-                last_seq = -1
-            quiet = runner.projection.seq == last_seq and last_idle
-            if quiet and time.monotonic() - last_cycle < IDLE_REFRESH_S:
+                due.reset()
+            if not due.due(time.monotonic()):
                 continue
             await writer.submit([ClockAdvanced(at_ms=max(wall_ms(), runner.projection.now_ms))])
             adapter.deciding(runner.projection.seq + 1)
             summary = await runner.run_cycle(writer)
             service._account(summary)
             await service._save_snapshot(event_log, runner.projection)
-            last_seq, last_idle, last_cycle = runner.projection.seq, not summary.decided, time.monotonic()
+            due.ran(summary.watermark, decided=summary.decided, at=time.monotonic())
             if summary.decided:
                 service._say(
                     f"cycle={runner.cycle} binds+={summary.binds} evictions+={summary.evictions} "
