@@ -45,7 +45,7 @@ class Settings(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     kubeconfig: str = ""  # kubernetes: kubeconfig file ("" = $KUBECONFIG, ~/.kube/config, or in-cluster)
     scheduler_names: tuple[str, ...] = ("volcano",)  # kubernetes: the pods we schedule (spec.schedulerName)
     kube_concurrency: int = 32  # kubernetes: API calls in flight at first (the adaptive limit starts here)
-    kube_concurrency_max: int = 512  # kubernetes: the adaptive limit never goes above this
+    kube_concurrency_max: int = 128  # kubernetes: the adaptive limit never goes above this
     leader_elect: bool = True  # kubernetes: hold a coordination.k8s.io Lease to decide (replicas stand by)
     lease_name: str = "fumarole"
     lease_namespace: str = ""  # "" = the pod's namespace in a cluster, else "default"

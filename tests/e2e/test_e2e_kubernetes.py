@@ -60,6 +60,7 @@ from store.events import (
     EvictFailed,
     EvictSucceeded,
     PodDeleted,
+    PodGroupStatusChanged,
     PodUpserted,
 )
 
@@ -343,6 +344,55 @@ def volcanos_allocated(kube: Kube, w: Workload) -> dict[str, dict[str, str]]:
         totals[queue_of[meta["annotations"]["scheduling.k8s.io/group-name"]]].add(r)
         totals["root"].add(r)
     return {name: resource_list(r) for name, r in totals.items()}
+
+
+def test_statuses_trail_the_binds_decided_before_them(api: Api, ns: str, tmp_path: Path) -> None:
+    """Binds slower than a cycle (the fake holds each for 1.5 s): a PodGroup's status is written
+    only after every bind decided before it was answered (tests/adapters/test_kube_sink.py covers
+    the coalescing of statuses that wait)."""
+    if api.fake is None:
+        pytest.skip("reads the order in which the fake answered")
+    fake, kube = api.fake, api.kube()
+    w = Workload(ns, gangs=12, nodes=8, node_cpu=16, evictions=False)  # room for every pod
+    w.create_cluster(kube)
+    w.create_jobs(kube)  # a backlog: the first cycle decides every bind
+    first_request = len(fake.requests)
+    fake.binding_delay = 1.5
+    try:
+        proc = start_daemon(api, tmp_path)
+        try:
+            wait_for("every pod bound", lambda: len(bound(kube, ns)) == len(w.pods()))
+            wait_for(
+                "every PodGroup Running in the API",
+                lambda: all(
+                    (pg.get("status") or {}).get("phase") == "Running" for pg in kube.list("PodGroup", ns)
+                ),
+            )
+        finally:
+            _out, err = stop(proc)
+        assert proc.returncode == 0, err
+    finally:
+        fake.binding_delay = 0.0
+    answered = [(m, path.split("?")[0]) for m, path, _code in fake.requests[first_request:]]
+    rows = read_log(tmp_path / "data" / "fumarole.db")
+    bind_seq = {r.event.name: r.seq for r in rows if isinstance(r.event, BindDecided)}
+    statuses: dict[str, list[int]] = {}
+    for r in rows:
+        if isinstance(r.event, PodGroupStatusChanged) and r.event.namespace == ns:
+            statuses.setdefault(r.event.name, []).append(r.seq)
+    bound_at = {
+        path.split("/")[-2]: i
+        for i, (m, path) in enumerate(answered)
+        if m == "POST" and path.startswith(f"/api/v1/namespaces/{ns}/pods/") and path.endswith("/binding")
+    }
+    patches: dict[str, list[int]] = {}
+    for i, (m, path) in enumerate(answered):
+        if m == "PATCH" and f"/namespaces/{ns}/podgroups/" in path:
+            patches.setdefault(path.rsplit("/", 1)[1], []).append(i)
+    assert set(patches) == set(statuses)
+    for group, at in patches.items():
+        before = [pod for pod, seq in bind_seq.items() if seq < statuses[group][0]]
+        assert before and all(bound_at[pod] < at[0] for pod in before), group
 
 
 def _evicted(kube: Kube, ns: str) -> list[dict[str, Any]]:

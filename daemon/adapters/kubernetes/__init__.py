@@ -84,7 +84,7 @@ class KubernetesCluster:
         kubeconfig: str,
         scheduler_names: Iterable[str],
         concurrency: int = 32,
-        concurrency_max: int = 512,
+        concurrency_max: int = 128,
         lease: LeaseSettings | None = None,
     ) -> None:
         self.kubeconfig = kubeconfig

@@ -6,14 +6,19 @@ with Retry-After, rising latency), never a fixed number of ours.  Two parts:
 
 `AdaptiveLimit` is the controller, pure (no I/O, the clock is an argument): it starts at
 `initial` calls in flight and, after every answer, moves the limit as the *gradient* algorithm of
-Netflix's concurrency-limits library (Gradient2Limit) does: a short and a long exponential
-average of the answers' latency; while the short one stays within `tolerance` times the long one
-(the server answers as fast as it usually does) the limit grows by about its square root per
-round trip; when latency rises the limit shrinks by the ratio.  Overload signals — 429 (too many
-requests; the server's flow control said so), 5xx, timeouts and connection errors — cut the
-limit at once by `backoff` (at most once per round trip, as TCP's congestion control does), and a
-429's `Retry-After` pauses new calls until then.  The limit only grows while the calls in flight
-use at least half of it (an idle sink proves nothing about the server).
+Netflix's concurrency-limits library (GradientLimit) does: a short exponential average of the
+answers' latency against the baseline, the least latency seen lately (a minimum that drifts up
+by 1/`long_window` per answer, so an old best is forgotten); while the short average stays
+within `tolerance` times the baseline (calls are not queueing, at the server or in our own event
+loop) the limit grows by about its square root per answer, smoothed; when latency rises the limit
+shrinks by the ratio, so it settles where latency is about `tolerance` times the unloaded one.
+Overload signals — 429 (too many requests; the server's flow control said so), 5xx, timeouts
+and connection errors — cut the limit at once by `backoff` (at most once per round trip, as TCP's
+congestion control does), and a 429's `Retry-After` pauses new calls until then.  The limit only
+grows while the calls in flight use at least half of it (an idle sink proves nothing about the
+server).  Every call in flight is a connection (HTTP/1.1 keep-alive), and a new connection costs
+both sides about six ordinary calls of CPU (TLS), so the ceiling is low by default
+(`kube_concurrency_max` 128; docs/kubernetes.md has the measurements).
 
 `PrioritySlots` hands out the slots: a call waits for a free slot under the current limit; when a
 slot frees, the waiter with the lowest `(priority, order)` gets it, so binds and evictions (lane
@@ -45,12 +50,12 @@ class AdaptiveLimit:
 
     initial: float = 32.0
     minimum: float = 4.0
-    maximum: float = 512.0
+    maximum: float = 128.0
     tolerance: float = 2.0  # latency may reach this many times the long average before shrinking
     backoff: float = 0.7  # the cut on an overload signal
     smoothing: float = 0.2  # how far each round trip moves the limit toward the gradient's figure
     short_window: int = 10  # answers in the short latency average
-    long_window: int = 200  # answers in the long latency average
+    long_window: int = 200  # the baseline (least latency) drifts up by half of 2/(this+1) per answer
     limit: float = 0.0
     short_rtt: float = 0.0
     long_rtt: float = 0.0
@@ -76,10 +81,7 @@ class AdaptiveLimit:
             self.short_rtt = self.long_rtt = rtt
             return
         self.short_rtt += a_short * (rtt - self.short_rtt)
-        self.long_rtt += a_long * (rtt - self.long_rtt)
-        # The long average drifts up under sustained queueing; pull it back (Gradient2 does too).
-        if self.long_rtt > 2 * self.short_rtt:
-            self.long_rtt *= 0.95
+        self.long_rtt = min(self.long_rtt * (1 + a_long / 2), rtt)  # the drifting minimum
         if in_flight < self.limit / 2:
             return  # not using what we have: no evidence for more
         gradient = max(0.5, min(1.0, self.tolerance * self.long_rtt / max(self.short_rtt, 1e-9)))

@@ -56,6 +56,7 @@ dropped when superseded.  The sink reports no facts back: the watch brings the p
 from __future__ import annotations
 
 import datetime as dt
+import heapq
 import logging
 import time
 import uuid
@@ -191,9 +192,9 @@ class KubeSink:
             component=scheduler_name or COMPONENT, concurrency=16, queue_size=EVENT_QUEUE
         )
         # Binds and evictions handed over (admitted) and not yet answered, per job and per queue.
-        self._acting_jobs: Counter[str] = Counter()
-        self._acting_queues: Counter[str] = Counter()
-        self._quiet = anyio.Event()  # set (and replaced) whenever an action ends
+        self._acting: list[int] = []  # heap: seqs of binds and evictions admitted, not yet answered
+        self._answered_seqs: set[int] = set()  # answered, still in the heap behind an older one
+        self._progress = anyio.Event()  # set (and replaced) whenever an action is answered
         self._podgroups: dict[tuple[str, str], _StatusSlot] = {}
         self._queues: dict[str, _StatusSlot] = {}
         self._pg_written: dict[tuple[str, str], _Known] = {}
@@ -210,7 +211,7 @@ class KubeSink:
         return (
             f"API writes: {writes or 'none'}; spared: {spared or 'none'}; retries {c.retries}; "
             f"in flight: peak {self.slots.peak}, limit now {lim.slots} (cut {lim.cuts} times); "
-            f"latency short {lim.short_rtt * 1000:.1f} ms, long {lim.long_rtt * 1000:.1f} ms; "
+            f"latency {lim.short_rtt * 1000:.1f} ms, least lately {lim.long_rtt * 1000:.1f} ms; "
             f"events dropped {self.events.counters.dropped}"
         )
 
@@ -283,23 +284,25 @@ class KubeSink:
     # ------------------------------------------------------------------ ordering
     def admit(self, seq: int, event: Any) -> None:
         """Called by the dispatcher for every row it hands over, in log order, before `apply` or
-        `report`: counts the binds and evictions in flight per job and queue, so a status waits
-        for the actions decided before it."""
+        `report`: remembers the binds and evictions not yet answered, so a status waits for the
+        actions decided before it."""
         if isinstance(event, BindDecided | EvictDecided):
-            self._acting_jobs[event.job] += 1
-            self._acting_queues[event.queue] += 1
+            heapq.heappush(self._acting, seq)
 
-    def _acted(self, d: BindDecided | EvictDecided) -> None:
-        for counter, key in ((self._acting_jobs, d.job), (self._acting_queues, d.queue)):
-            counter[key] -= 1
-            if counter[key] <= 0:
-                del counter[key]
-        prev, self._quiet = self._quiet, anyio.Event()
+    def _answered(self, seq: int) -> None:
+        """The API answered the action at `seq` (its Event may still be on its way)."""
+        if seq in self._answered_seqs:
+            return
+        self._answered_seqs.add(seq)
+        while self._acting and self._acting[0] in self._answered_seqs:
+            self._answered_seqs.discard(heapq.heappop(self._acting))
+        prev, self._progress = self._progress, anyio.Event()
         prev.set()
 
-    async def _until_quiet(self, counter: Counter[str], key: str) -> None:
-        while counter.get(key, 0) > 0:
-            await self._quiet.wait()
+    async def _until_answered(self, seq: int) -> None:
+        """Wait until every bind and eviction admitted before `seq` has been answered."""
+        while self._acting and self._acting[0] < seq:
+            await self._progress.wait()
 
     # ------------------------------------------------------------------ decisions with outcomes
     async def apply(
@@ -329,7 +332,7 @@ class KubeSink:
                 return await self._bind(seq, decision), []
             return await self._evict(seq, decision), []
         finally:
-            self._acted(decision)
+            self._answered(seq)
 
     async def _bind(self, seq: int, d: BindDecided) -> OutcomeEvent:
         binding: dict[str, Any] = {
@@ -350,6 +353,8 @@ class KubeSink:
             kind="bindings",
             body=binding,
         )
+        if code != 409:
+            self._answered(seq)  # statuses may go; the Scheduled Event follows at the lowest priority
 
         def failed(reason: str) -> OutcomeEvent:
             return BindFailed(
@@ -378,6 +383,7 @@ class KubeSink:
             pcode, pod = await self._call(
                 LANE_DECISIONS, seq, "GET", _pod_path(d.namespace, d.name), kind="pods"
             )
+            self._answered(seq)
             if pcode == 200:
                 meta, spec = pod.get("metadata") or {}, pod.get("spec") or {}
                 if (not d.uid or meta.get("uid") == d.uid) and spec.get("nodeName") == d.node:
@@ -449,6 +455,7 @@ class KubeSink:
             kind="pods",
             body={"apiVersion": "v1", "kind": "DeleteOptions", "preconditions": {"uid": uid}},
         )
+        self._answered(seq)
         await written.wait()  # done once its Event is written too (as for a bind's Scheduled Event)
         if dcode in (200, 202, 404):
             return ok()
@@ -495,6 +502,10 @@ class KubeSink:
         slot.writing = True
         try:
             while slot.desired is not None:
+                # Never ahead of the binds and evictions decided before it; a newer status that
+                # arrives meanwhile replaces it (and waits for its own predecessors in turn).
+                while self._acting and self._acting[0] < slot.order:
+                    await self._until_answered(slot.order)
                 want, order, waiters = slot.desired, slot.order, slot.waiters
                 await write(order, want)
                 if slot.desired is want:
@@ -509,7 +520,6 @@ class KubeSink:
 
     async def _write_podgroup(self, seq: int, e: PodGroupStatusChanged) -> None:
         key = (e.namespace, e.name)
-        await self._until_quiet(self._acting_jobs, f"{e.namespace}/{e.name}")
         reference = _newer(self._pg_written.get(key), self._pg_api.get(key))
         status = podgroup_status_body(e, _now(), reference.status if reference else None)
         if reference is not None and podgroup_status_equal(reference.status, status):
@@ -528,7 +538,6 @@ class KubeSink:
 
     async def _write_queue(self, seq: int, named: tuple[str, dict[str, Any]]) -> None:
         name, status = named
-        await self._until_quiet(self._acting_queues, name)
         reference = _newer(self._queue_written.get(name), self._queue_api.get(name))
         if reference is not None and queue_status_equal(reference.status, status):
             self.counters.spared["queues/status"] += 1
