@@ -131,7 +131,7 @@ class KubernetesCluster:
             may_act=self.may_act,
             limit=AdaptiveLimit(
                 initial=self.concurrency,
-                minimum=min(4, self.concurrency),
+                minimum=min(16, self.concurrency),
                 maximum=self.concurrency_max,
             ),
             may_act_on=self.may_act_on,

@@ -11,7 +11,10 @@ answers' latency against the baseline, the least latency seen lately (a minimum 
 by 1/`long_window` per answer, so an old best is forgotten); while the short average stays
 within `tolerance` times the baseline (calls are not queueing, at the server or in our own event
 loop) the limit grows by about its square root per answer, smoothed; when latency rises the limit
-shrinks by the ratio, so it settles where latency is about `tolerance` times the unloaded one.
+shrinks by the ratio, so it settles where latency is about `tolerance` (4) times the unloaded
+one.  The tolerance is wide and the floor (`minimum`, 16) high on purpose: on a machine the API
+server shares, our own event loop's delays move the latency too, and measured on the real server
+16 to 64 calls in flight all saturate it while fewer than 16 leave it idle.
 Overload signals — 429 (too many requests; the server's flow control said so), 5xx, timeouts
 and connection errors — cut the limit at once by `backoff` (at most once per round trip, as TCP's
 congestion control does), and a 429's `Retry-After` pauses new calls until then.  The limit only
@@ -49,9 +52,9 @@ class AdaptiveLimit:
     """Calls in flight the API server is trusted with now (see the module notes)."""
 
     initial: float = 32.0
-    minimum: float = 4.0
+    minimum: float = 16.0
     maximum: float = 128.0
-    tolerance: float = 2.0  # latency may reach this many times the long average before shrinking
+    tolerance: float = 4.0  # latency may reach this many times the baseline before shrinking
     backoff: float = 0.7  # the cut on an overload signal
     smoothing: float = 0.2  # how far each round trip moves the limit toward the gradient's figure
     short_window: int = 10  # answers in the short latency average

@@ -57,6 +57,7 @@ from __future__ import annotations
 
 import datetime as dt
 import heapq
+import itertools
 import logging
 import time
 import uuid
@@ -194,7 +195,9 @@ class KubeSink:
         # Binds and evictions handed over (admitted) and not yet answered, per job and per queue.
         self._acting: list[int] = []  # heap: seqs of binds and evictions admitted, not yet answered
         self._answered_seqs: set[int] = set()  # answered, still in the heap behind an older one
-        self._progress = anyio.Event()  # set (and replaced) whenever an action is answered
+        # Statuses waiting for the actions before them: (their seq, tie, event), a heap.
+        self._status_waiters: list[tuple[int, int, anyio.Event]] = []
+        self._tie = itertools.count()
         self._podgroups: dict[tuple[str, str], _StatusSlot] = {}
         self._queues: dict[str, _StatusSlot] = {}
         self._pg_written: dict[tuple[str, str], _Known] = {}
@@ -294,15 +297,22 @@ class KubeSink:
         if seq in self._answered_seqs:
             return
         self._answered_seqs.add(seq)
-        while self._acting and self._acting[0] in self._answered_seqs:
-            self._answered_seqs.discard(heapq.heappop(self._acting))
-        prev, self._progress = self._progress, anyio.Event()
-        prev.set()
+        acting = self._acting
+        while acting and acting[0] in self._answered_seqs:
+            self._answered_seqs.discard(heapq.heappop(acting))
+        # Wake exactly the statuses whose predecessors are all answered now (not every waiter at
+        # every answer: a backlog has thousands of answers and hundreds of waiting statuses).
+        oldest = acting[0] if acting else None
+        waiting = self._status_waiters
+        while waiting and (oldest is None or waiting[0][0] <= oldest):
+            heapq.heappop(waiting)[2].set()
 
     async def _until_answered(self, seq: int) -> None:
         """Wait until every bind and eviction admitted before `seq` has been answered."""
-        while self._acting and self._acting[0] < seq:
-            await self._progress.wait()
+        if self._acting and self._acting[0] < seq:
+            ready = anyio.Event()
+            heapq.heappush(self._status_waiters, (seq, next(self._tie), ready))
+            await ready.wait()
 
     # ------------------------------------------------------------------ decisions with outcomes
     async def apply(
@@ -505,7 +515,7 @@ class KubeSink:
                 # Never ahead of the binds and evictions decided before it; a newer status that
                 # arrives meanwhile replaces it (and waits for its own predecessors in turn).
                 while self._acting and self._acting[0] < slot.order:
-                    await self._until_answered(slot.order)
+                    await self._until_answered(slot.order)  # slot.order may grow meanwhile
                 want, order, waiters = slot.desired, slot.order, slot.waiters
                 await write(order, want)
                 if slot.desired is want:
