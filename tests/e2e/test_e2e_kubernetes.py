@@ -395,6 +395,30 @@ def test_statuses_trail_the_binds_decided_before_them(api: Api, ns: str, tmp_pat
         assert before and all(bound_at[pod] < at[0] for pod in before), group
 
 
+def _assert_gangs_whole_and_nodes_fit(db: Path, w: Workload) -> None:
+    """Cycle by cycle, as the log says: a gang's binds come all in one cycle (whole), and no node
+    ever holds more than its cpu (pods bound and not yet finished or deleted)."""
+    size = {g: n for g, _q, n, _c, _pc in w.groups}
+    cpu = {f"{g}-{j}": c for g, _q, n, c, _pc in w.groups for j in range(n)}
+    capacity = dict(w.nodes)
+    on: dict[str, str] = {}  # pod -> node, while it holds resources
+    per_cycle: dict[tuple[int, str], int] = Counter()
+    for row in read_log(db):
+        e = row.event
+        if isinstance(e, BindDecided) and e.name in cpu:
+            per_cycle[(e.cycle, e.name.rsplit("-", 1)[0])] += 1
+            on[e.name] = e.node
+            used = sum(cpu[p] for p, n in on.items() if n == e.node)
+            assert used <= capacity[e.node], (e.node, used)
+        elif isinstance(e, PodUpserted) and e.name in on:
+            if (e.manifest.get("status") or {}).get("phase") in ("Succeeded", "Failed"):
+                on.pop(e.name)
+        elif isinstance(e, PodDeleted):
+            on.pop(e.name, None)
+    for (_cycle, group), n in per_cycle.items():
+        assert n == size[group], (group, n)
+
+
 def _evicted(kube: Kube, ns: str) -> list[dict[str, Any]]:
     return [p for p in kube.list("Pod", ns) if p["metadata"].get("deletionTimestamp")]
 
@@ -406,19 +430,28 @@ def _unschedulable(p: dict[str, Any]) -> dict[str, Any] | None:
     return None
 
 
+@pytest.mark.parametrize("kill_after_s", [0.0, 0.35, 0.9], ids=["first-bind", "mid-dispatch", "later"])
 def test_kill9_and_restart_binds_every_pod_once_and_replays_identically(
-    api: Api, ns: str, tmp_path: Path
+    kill_after_s: float, api: Api, ns: str, tmp_path: Path
 ) -> None:
+    """kill -9 at the first bind, and while binds and their Events are in flight (the fake holds
+    every bind 0.1 s, so the pipelined dispatcher has many out), then a restart: every pod is bound
+    once, gangs whole, no node over its capacity, one Scheduled Event per pod, replay identical."""
     kube = api.kube()
     w = Workload(ns, gangs=12, nodes=3, evictions=False)
     w.create_cluster(kube)
     try:
         with Kubelet(kube, ns, runtime=1.0):
+            if api.fake is not None and kill_after_s:
+                api.fake.binding_delay = 0.1
             proc = start_daemon(api, tmp_path)
             w.create_jobs(kube)
-            wait_for("a first bind", lambda: bound(kube, ns))
+            wait_for("a first bind", lambda: bound(kube, ns), every=0.05)
+            time.sleep(kill_after_s)
             proc.send_signal(signal.SIGKILL)
             proc.communicate(timeout=30)
+            if api.fake is not None:
+                api.fake.binding_delay = 0.0
             half = bound(kube, ns)
             assert len(half) < len(w.pods())  # killed mid-workload
             proc = start_daemon(api, tmp_path)
@@ -433,6 +466,7 @@ def test_kill9_and_restart_binds_every_pod_once_and_replays_identically(
         now = bound(kube, ns)
         assert {k: v for k, v in half.items() if k in now} == {k: now[k] for k in half if k in now}
         assert max(scheduled_events(kube, ns).values()) == 1  # no pod bound twice
+        _assert_gangs_whole_and_nodes_fit(tmp_path / "data" / "fumarole.db", w)
         if api.fake is not None:
             binds = Counter(
                 path
