@@ -41,6 +41,7 @@ from urllib.parse import urlsplit
 
 import aiohttp
 import msgspec
+import yarl
 
 log = logging.getLogger("fumarole.kubernetes")
 
@@ -214,6 +215,8 @@ class KubeApi:
         self._auth: dict[str, str] | None = None
         self._auth_at = 0.0
         self.calls = 0  # requests sent (every attempt), for the dispatcher's figures
+        self._header_sets: dict[str, tuple[dict[str, str], dict[str, str]]] = {}
+        self._timeouts: dict[float, aiohttp.ClientTimeout] = {}
 
     @classmethod
     async def connect(cls, kubeconfig: str) -> KubeApi:
@@ -273,6 +276,15 @@ class KubeApi:
             self._server_hostname = getattr(cfg, "tls_server_name", None) or None
         return self._session
 
+    async def _headers(self, content_type: str) -> dict[str, str]:
+        """The request headers for a content type (made again when the credentials are asked again)."""
+        auth = await self._auth_headers()
+        made = self._header_sets.get(content_type)
+        if made is None or made[0] is not auth:
+            made = (auth, {"Accept": "application/json", "Content-Type": content_type, **auth})
+            self._header_sets[content_type] = made
+        return made[1]
+
     async def _auth_headers(self) -> dict[str, str]:
         """The credentials' headers, asked of the client's configuration at most every 10 s (a
         refreshing token source, as in-cluster service-account tokens are, is asked again then)."""
@@ -296,16 +308,23 @@ class KubeApi:
         timeout: Any,
     ) -> aiohttp.ClientResponse:
         session = self._client_session()
-        headers = {"Accept": "application/json", "Content-Type": content_type, **await self._auth_headers()}
-        params = [(k, _q(v)) for k, v in (query or {}).items() if v is not None]
+        headers = await self._headers(content_type)
         if not isinstance(timeout, aiohttp.ClientTimeout):
-            timeout = aiohttp.ClientTimeout(total=timeout)
+            timeout = self._timeouts.get(timeout) or self._timeouts.setdefault(
+                timeout, aiohttp.ClientTimeout(total=timeout)
+            )
         data = None if body is None else (body if isinstance(body, bytes) else _encode(body))
+        if query:
+            params = [(k, _q(v)) for k, v in query.items() if v is not None]
+            url: Any = self._base + path
+        else:  # the common case (every write): a URL built once per path shape, not parsed again
+            params = []
+            url = yarl.URL(self._base + path, encoded=True)
         self.calls += 1
         try:
             resp = await session.request(
                 method,
-                self._base + path,
+                url,
                 params=params or None,
                 data=data,
                 headers=headers,
