@@ -147,6 +147,7 @@ class Service:
                 scheduler_names=s.scheduler_names,
                 concurrency=s.kube_concurrency,
                 concurrency_max=s.kube_concurrency_max,
+                schedule_period=s.schedule_period,
                 lease=lease,
             )
         from daemon.adapters.simulator import Simulator

@@ -56,10 +56,10 @@ def ns(kube: Kube) -> str:
 
 
 @contextlib.asynccontextmanager
-async def running(fake: FakeApiServer, tmp_path: Path) -> AsyncIterator[KubeSink]:
+async def running(fake: FakeApiServer, tmp_path: Path, hold: float = 1.5) -> AsyncIterator[KubeSink]:
     """A sink on the adapter's own client, its Event writer running."""
     api = await KubeApi.connect(str(write_kubeconfig(tmp_path / "kubeconfig", fake.url, "admin")))
-    s = KubeSink(api, limit=AdaptiveLimit(initial=8, maximum=64))
+    s = KubeSink(api, limit=AdaptiveLimit(initial=8, maximum=64), status_hold=hold)
     try:
         async with anyio.create_task_group() as tg:
             tg.start_soon(s.run)
@@ -165,3 +165,27 @@ async def test_many_binds_land_once_and_the_limit_grows_while_the_server_keeps_u
         assert sink.counters.writes["bindings"] == 200
         assert sink.slots.peak > 8  # grew past its initial limit
         assert sink.slots.in_flight == 0
+
+
+@pytest.mark.parametrize("next_cycle", [True, False], ids=["replaced", "hold-expires"])
+async def test_a_status_of_the_cycle_that_bound_its_pods_is_held_for_the_next_cycle(
+    next_cycle: bool, fake: FakeApiServer, kube: Kube, ns: str, tmp_path: Path
+) -> None:
+    """Inqueue decided with the gang's binds waits (up to the hold) for the next cycle's Running:
+    one write instead of two; with no newer status it is written when the hold ends."""
+    kube.create(podgroup(ns, "g", f"{ns}-q", 1, f"{ns}-pc"))
+    created = kube.create(pod(ns, "p", "g", 1, f"{ns}-pc"))
+    since = len(fake.requests)
+    bind = _bind(ns, "p", created["metadata"]["uid"])
+    async with running(fake, tmp_path, hold=0.8) as sink, anyio.create_task_group() as tg:
+        sink.admit(1, bind)
+        sink.admit(2, _status(ns, "Inqueue", 1))
+        await sink.apply(1, bind)
+        tg.start_soon(sink.report, 2, _status(ns, "Inqueue", 1))
+        await anyio.sleep(0.3)
+        assert not _patches(fake, ns, since)  # held: its cycle bound the gang
+        if next_cycle:
+            sink.admit(3, _status(ns, "Running", 2))
+            tg.start_soon(sink.report, 3, _status(ns, "Running", 2))
+    assert len(_patches(fake, ns, since)) == 1
+    assert kube.get("PodGroup", "g", ns)["status"]["phase"] == ("Running" if next_cycle else "Inqueue")

@@ -85,12 +85,14 @@ class KubernetesCluster:
         scheduler_names: Iterable[str],
         concurrency: int = 32,
         concurrency_max: int = 128,
+        schedule_period: float = 1.0,
         lease: LeaseSettings | None = None,
     ) -> None:
         self.kubeconfig = kubeconfig
         self.scheduler_names = tuple(scheduler_names)
         self.concurrency = concurrency
         self.concurrency_max = max(concurrency, concurrency_max)
+        self.schedule_period = schedule_period
         self.lease = lease
         self.elector: LeaseElector | None = None
         self._api: KubeApi | None = None
@@ -135,6 +137,7 @@ class KubernetesCluster:
                 maximum=self.concurrency_max,
             ),
             may_act_on=self.may_act_on,
+            status_hold=1.5 * self.schedule_period,
         )
         self._source.resume(self._facts)
         self._sink.observe(self._facts)

@@ -41,6 +41,11 @@ How (issue 22: the API server, not the sink, must be the limit):
   when it differs from the newer of what we last wrote (a write-through memory with the
   resourceVersion the write answered) and what the API holds (the source's copy, newer than our
   write).  The watch's copy of our own earlier write, arriving late, no longer causes a rewrite.
+- A PodGroup status decided in the cycle that bound pods of that PodGroup (Inqueue, as Volcano's
+  session leaves a gang whose binds are still in flight) is held up to `status_hold` seconds (1.5
+  schedule periods): the next cycle, seeing the binds, usually decides Running, which replaces it,
+  so one write carries both (Volcano writes Inqueue, then Running).  Nothing waits on a PodGroup
+  status here: pods that were bound exist already.
 - A pod's why-pending message is written only when it differs from the last one we wrote or the
   one its PodScheduled condition in the API carries (so a restart does not repeat them).
 
@@ -148,6 +153,7 @@ class _StatusSlot:
     order: int = 0
     waiters: list[anyio.Event] = field(default_factory=list)
     writing: bool = False
+    replaced: anyio.Event | None = None  # set when a newer status arrives (a held write stops waiting)
 
 
 @dataclass(slots=True)
@@ -173,6 +179,7 @@ class KubeSink:
         limit: AdaptiveLimit | None = None,
         clock: Callable[[], float] = time.monotonic,
         may_act_on: Callable[[int], Awaitable[bool]] | None = None,
+        status_hold: float = 1.5,
     ) -> None:
         self.api = api
         self.may_act = may_act or _always
@@ -195,6 +202,9 @@ class KubeSink:
         # Binds and evictions handed over (admitted) and not yet answered, per job and per queue.
         self._acting: list[int] = []  # heap: seqs of binds and evictions admitted, not yet answered
         self._answered_seqs: set[int] = set()  # answered, still in the heap behind an older one
+        # The last cycle that bound pods of each job (PodGroup "ns/name"), for `_held`.
+        self._bound_cycle: dict[str, int] = {}
+        self.status_hold = status_hold
         # Statuses waiting for the actions before them: (their seq, tie, event), a heap.
         self._status_waiters: list[tuple[int, int, anyio.Event]] = []
         self._tie = itertools.count()
@@ -291,6 +301,8 @@ class KubeSink:
         actions decided before it."""
         if isinstance(event, BindDecided | EvictDecided):
             heapq.heappush(self._acting, seq)
+            if isinstance(event, BindDecided):
+                self._bound_cycle[event.job] = event.cycle
 
     def _answered(self, seq: int) -> None:
         """The API answered the action at `seq` (its Event may still be on its way)."""
@@ -506,6 +518,8 @@ class KubeSink:
         done = anyio.Event()
         slot.desired, slot.order = desired, seq
         slot.waiters.append(done)
+        if slot.replaced is not None:
+            slot.replaced.set()
         if slot.writing:
             await done.wait()
             return
@@ -516,6 +530,14 @@ class KubeSink:
                 # arrives meanwhile replaces it (and waits for its own predecessors in turn).
                 while self._acting and self._acting[0] < slot.order:
                     await self._until_answered(slot.order)  # slot.order may grow meanwhile
+                if self._held(slot.desired):
+                    # Its own cycle bound pods of this PodGroup: the next cycle, seeing them bound,
+                    # usually decides Running; wait for it (a newer status) a little, write once.
+                    slot.replaced = anyio.Event()
+                    with anyio.move_on_after(self.status_hold):
+                        await slot.replaced.wait()
+                    slot.replaced = None
+                    continue  # the newest status, behind its own predecessors
                 want, order, waiters = slot.desired, slot.order, slot.waiters
                 await write(order, want)
                 if slot.desired is want:
@@ -527,6 +549,17 @@ class KubeSink:
             slot.writing = False
             if slot.desired is None and not slot.waiters and slots.get(key) is slot:
                 del slots[key]
+
+    def _held(self, want: Any) -> bool:
+        """Whether a status is held (see `status_hold`): a PodGroup status decided in a cycle that
+        bound pods of that PodGroup, not held before."""
+        if not isinstance(want, PodGroupStatusChanged) or not self.status_hold:
+            return False
+        key = f"{want.namespace}/{want.name}"
+        if self._bound_cycle.get(key) != want.cycle:
+            return False
+        del self._bound_cycle[key]  # held once: the next status for it is written as it comes
+        return True
 
     async def _write_podgroup(self, seq: int, e: PodGroupStatusChanged) -> None:
         key = (e.namespace, e.name)
