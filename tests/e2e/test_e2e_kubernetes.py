@@ -470,11 +470,17 @@ def _run_to_exit(api_url: str, token: str, tmp: Path) -> subprocess.CompletedPro
     return _run_with_kubeconfig(kc, tmp / "data")
 
 
-def _run_with_kubeconfig(kubeconfig: Path, data_dir: Path) -> subprocess.CompletedProcess[str]:
+def _run_with_kubeconfig(
+    kubeconfig: Path, data_dir: Path, **extra_env: str
+) -> subprocess.CompletedProcess[str]:
     """`fumarole run --adapter kubernetes` to its exit (start-up checks)."""
     argv = [FUMAROLE, "run", "--adapter", "kubernetes", "--kubeconfig", str(kubeconfig)]
     return subprocess.run(
-        [*argv, "--data-dir", str(data_dir)], capture_output=True, text=True, timeout=120, env=env()
+        [*argv, "--data-dir", str(data_dir)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env(**extra_env),
     )
 
 
@@ -848,15 +854,19 @@ KUBECONFIG_ERRORS: dict[str, tuple[str | None, str]] = {
 }
 
 
+@pytest.mark.parametrize("loader", ["static", "kubernetes_asyncio"])
 @pytest.mark.parametrize("case", list(KUBECONFIG_ERRORS))
-def test_every_kubeconfig_error_is_one_line_naming_the_file_and_cause(case: str, tmp_path: Path) -> None:
+def test_every_kubeconfig_error_is_one_line_naming_the_file_and_cause(
+    case: str, loader: str, tmp_path: Path
+) -> None:
+    """Through both ways of reading credentials (credentials.py): the direct one and the loader's."""
     content, cause = KUBECONFIG_ERRORS[case]
     path = tmp_path / "kubeconfig"
     if content == "DIR":
         path.mkdir()
     elif content is not None:
         path.write_text(content)
-    r = _run_with_kubeconfig(path, tmp_path / "d")
+    r = _run_with_kubeconfig(path, tmp_path / "d", FUMAROLE_KUBECONFIG_LOADER=loader)
     assert r.returncode == 2, r.stderr
     lines = r.stderr.strip().splitlines()
     assert len(lines) == 1, r.stderr
