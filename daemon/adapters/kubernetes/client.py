@@ -414,6 +414,18 @@ class KubeApi:
             data = {"message": raw[:500].decode(errors="replace")}
         return resp.status, data, _retry_after(resp.headers.get("Retry-After"))
 
+    async def request_bytes(
+        self, method: str, path: str, *, query: dict[str, Any] | None = None, timeout: float = 60.0
+    ) -> tuple[int, bytes]:
+        """(HTTP status, the body undecoded): for large listings the caller decodes as it needs."""
+        resp = await self._call(method, path, query, None, "application/json", timeout)
+        try:
+            return resp.status, await resp.read()
+        except (aiohttp.ClientError, OSError, TimeoutError) as e:
+            raise KubeTransientError(f"{method} {path}: {type(e).__name__}: {e}") from None
+        finally:
+            resp.release()
+
     async def open_watch(self, path: str, query: dict[str, Any]) -> aiohttp.ClientResponse:
         """An open watch stream (the caller reads lines and releases it)."""
         timeout = aiohttp.ClientTimeout(total=None, sock_connect=30, sock_read=None)
