@@ -1,18 +1,20 @@
 """The connection to the Kubernetes API: credentials, raw JSON requests, watch streams, start-up checks.
 
-Credentials come from kubernetes_asyncio's loaders: the kubeconfig named by the `kubeconfig`
-setting (flag `--kubeconfig`), else `$KUBECONFIG`, else `~/.kube/config` when it exists, else the
-in-cluster service-account configuration (inside a pod).  Requests do not go through the
-generated client (its `call_api` costs more of the interpreter than the HTTP exchange itself, and
-its models cannot parse the Status a `pods/binding` answers with): the adapter keeps its own
-aiohttp session, built with the kubeconfig's TLS settings and asking the client's configuration
-for the credentials' headers (at most every 10 s, so a refreshing token is refreshed), and reads
-and writes plain JSON maps with msgspec.  The session puts no limit on connections: how many
-calls are in flight is the sink's adaptive limit's business (flow.py).  HTTP/1.1 with keep-alive,
-one connection per call in flight; docs/kubernetes.md gives the measurements behind choosing
-aiohttp over an HTTP/2 client.
+Credentials come from the kubeconfig named by the `kubeconfig` setting (flag `--kubeconfig`), else
+`$KUBECONFIG`, else `~/.kube/config` when it exists, else the in-cluster service-account
+configuration (inside a pod).  A kubeconfig with static credentials (a token, a token file, a
+client certificate, a CA...) is read directly, without importing kubernetes_asyncio (a third of a
+second of start-up); exec plugins, auth providers, the in-cluster configuration and anything
+unusual go through kubernetes_asyncio's loaders (credentials.py says which is which).  Requests
+do not go through the generated client (its `call_api` costs more of the interpreter than the
+HTTP exchange itself, and its models cannot parse the Status a `pods/binding` answers with): the
+adapter keeps its own aiohttp session, built with the kubeconfig's TLS settings, with the
+credentials' headers on every request, and reads and writes plain JSON maps with msgspec.  The
+session puts no limit on connections: how many calls are in flight is the sink's adaptive limit's
+business (flow.py).  HTTP/1.1 with keep-alive, one connection per call in flight;
+docs/kubernetes.md gives the measurements behind choosing aiohttp over an HTTP/2 client.
 
-Before the loader reads a kubeconfig, `check_kubeconfig` reads it itself and names, on one line,
+Before a kubeconfig is used, `check_kubeconfig` reads it and names, on one line,
 the first thing that keeps it from naming a server and credentials: unreadable, empty, not YAML,
 not a mapping, no current-context, a context naming no entry of `contexts`, a context naming a
 cluster or user absent from `clusters` / `users` (as client-go's clientcmd validateContext
@@ -32,7 +34,6 @@ import json
 import logging
 import os
 import ssl
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -42,6 +43,15 @@ from urllib.parse import urlsplit
 import aiohttp
 import msgspec
 import yarl
+
+from daemon.adapters.kubernetes.credentials import (
+    Credentials,
+    LoaderCredentials,
+    StaticCredentials,
+    TlsSettings,
+    ssl_context,
+    static_kubeconfig,
+)
 
 log = logging.getLogger("fumarole.kubernetes")
 
@@ -116,6 +126,21 @@ KUBECONFIG_SHAPE = "a kubeconfig is a YAML mapping with clusters, users, context
 def check_kubeconfig(path: str) -> None:
     """KubeSetupError (`kubeconfig PATH: cause`, one line) for what `check_kubeconfig` checks (see
     the module notes); None when the current context names a cluster with an http(s) server."""
+    checked_kubeconfig(path)
+
+
+@dataclass(frozen=True, slots=True)
+class CheckedKubeconfig:
+    """A kubeconfig that passed `check_kubeconfig`: its current context's cluster and user maps."""
+
+    cluster_name: str
+    cluster: dict[str, Any]
+    user_name: str
+    user: dict[str, Any]  # {} when the context names no user
+
+
+def checked_kubeconfig(path: str) -> CheckedKubeconfig:
+    """As `check_kubeconfig`, returning what it read (the current context's cluster and user)."""
 
     def bad(cause: str) -> KubeSetupError:
         return KubeSetupError(f"kubeconfig {path}: {cause}")
@@ -156,7 +181,8 @@ def check_kubeconfig(path: str) -> None:
     cluster = _named(doc, "clusters", "cluster", cluster_name, bad)
     if cluster is None:
         raise bad(f"context {current!r} names cluster {cluster_name!r}, which is not in clusters")
-    if user_name and _named(doc, "users", "user", user_name, bad) is None:
+    user = _named(doc, "users", "user", user_name, bad) if user_name else {}
+    if user is None:
         raise bad(f"context {current!r} names user {user_name!r}, which is not in users")
     server = cluster.get("server")
     if not server or not isinstance(server, str):
@@ -169,6 +195,7 @@ def check_kubeconfig(path: str) -> None:
         raise bad(f"cluster {cluster_name!r}: server {server!r} is not a valid URL ({e})") from None
     if url.scheme not in ("http", "https") or not host:
         raise bad(f"cluster {cluster_name!r}: server {server!r} is not an http(s):// URL with a host")
+    return CheckedKubeconfig(str(cluster_name), cluster, str(user_name or ""), user)
 
 
 def _named(doc: dict[str, Any], section: str, key: str, name: str, bad: Any) -> dict[str, Any] | None:
@@ -203,17 +230,26 @@ def _one_line(text: str) -> str:
 
 
 class KubeApi:
-    """Raw JSON requests and watch streams over a kubernetes_asyncio ApiClient."""
+    """Raw JSON requests and watch streams over our own aiohttp session (see the module notes)."""
 
-    def __init__(self, api_client: Any, server: str) -> None:
-        self.api_client = api_client
+    def __init__(
+        self,
+        server: str,
+        credentials: Credentials,
+        *,
+        tls: ssl.SSLContext | None = None,
+        server_hostname: str | None = None,
+        proxy: str | None = None,
+        loader: str = "static",
+    ) -> None:
         self.server = server
+        self.credentials = credentials
+        self.loader = loader  # "static" (the kubeconfig read directly) or "kubernetes_asyncio"
         self._base = server.rstrip("/")
+        self._tls = tls
+        self._server_hostname = server_hostname
+        self._proxy = proxy
         self._session: aiohttp.ClientSession | None = None
-        self._proxy: str | None = None
-        self._server_hostname: str | None = None
-        self._auth: dict[str, str] | None = None
-        self._auth_at = 0.0
         self.calls = 0  # requests sent (every attempt), for the dispatcher's figures
         self._header_sets: dict[str, tuple[dict[str, str], dict[str, str]]] = {}
         self._timeouts: dict[float, aiohttp.ClientTimeout] = {}
@@ -221,59 +257,90 @@ class KubeApi:
     @classmethod
     async def connect(cls, kubeconfig: str) -> KubeApi:
         """Load credentials (see the module notes); KubeSetupError names the file and the problem."""
+        path = kubeconfig_path(kubeconfig)
+        if path is not None:
+            checked = checked_kubeconfig(path)
+
+            def bad(cause: str) -> KubeSetupError:
+                return KubeSetupError(f"kubeconfig {path}: {cause}")
+
+            static = static_kubeconfig(path, checked.cluster, checked.user, bad)
+            if static is not None:
+                api = cls(
+                    static.server,
+                    StaticCredentials(static.token, static.token_file, bad),
+                    tls=ssl_context(static.tls, bad) if static.server.startswith("https") else None,
+                    server_hostname=static.server_hostname,
+                    proxy=static.proxy,
+                    loader="static",
+                )
+                log.info("Kubernetes credentials from kubeconfig %s; server %s", path, static.server)
+                return api
+        return await cls._connect_with_loader(path)
+
+    @classmethod
+    async def _connect_with_loader(cls, path: str | None) -> KubeApi:
+        """kubernetes_asyncio's loaders: in-cluster, or a kubeconfig needing more than static credentials."""
         from kubernetes_asyncio import client, config
         from kubernetes_asyncio.config.config_exception import ConfigException
 
         cfg = client.Configuration()
-        path = kubeconfig_path(kubeconfig)
+        where = f"kubeconfig {path}" if path else "in-cluster configuration"
         try:
             if path is None:
                 config.load_incluster_config(client_configuration=cfg)  # type: ignore[no-untyped-call]
-                where = "in-cluster service account"
             else:
-                check_kubeconfig(path)
                 await config.load_kube_config(config_file=path, client_configuration=cfg)
-                where = f"kubeconfig {path}"
-        except KubeSetupError:
-            raise
         except (ConfigException, ValueError, KeyError, TypeError, OSError) as e:
-            raise KubeSetupError(
-                f"{'kubeconfig ' + path if path else 'in-cluster configuration'}: "
-                f"{_one_line(str(e)) if str(e) else type(e).__name__}"
-            ) from None
+            raise KubeSetupError(f"{where}: {_one_line(str(e)) if str(e) else type(e).__name__}") from None
         except Exception as e:  # the loader's other errors (an exec plugin, a certificate file...)
-            raise KubeSetupError(
-                f"{'kubeconfig ' + path if path else 'in-cluster configuration'}: "
-                f"{type(e).__name__}: {_one_line(str(e))}"
-            ) from None
+            raise KubeSetupError(f"{where}: {type(e).__name__}: {_one_line(str(e))}") from None
         if not cfg.host:
-            raise KubeSetupError(f"{where}: no server address")
-        log.info("Kubernetes credentials from %s; server %s", where, cfg.host)
-        return cls(client.ApiClient(configuration=cfg), cfg.host)
+            raise KubeSetupError(f"{where if path else 'in-cluster service account'}: no server address")
+
+        def bad(cause: str) -> KubeSetupError:
+            return KubeSetupError(f"{where}: {cause}")
+
+        tls = TlsSettings(
+            verify=bool(cfg.verify_ssl),
+            ca_file=cfg.ssl_ca_cert,
+            cert_file=cfg.cert_file,
+            key_file=cfg.key_file,
+        )
+        api_client = client.ApiClient(configuration=cfg)
+        try:
+            context = ssl_context(tls, bad) if str(cfg.host).startswith("https") else None
+        except KubeSetupError:
+            await api_client.close()
+            raise
+        log.info(
+            "Kubernetes credentials from %s; server %s",
+            f"kubeconfig {path}" if path else "in-cluster service account",
+            cfg.host,
+        )
+        return cls(
+            cfg.host,
+            LoaderCredentials(api_client),
+            tls=context,
+            server_hostname=getattr(cfg, "tls_server_name", None) or None,
+            proxy=cfg.proxy or None,
+            loader="kubernetes_asyncio",
+        )
 
     async def close(self) -> None:
         if self._session is not None and not self._session.closed:
             await self._session.close()
-        await self.api_client.close()
+        await self.credentials.close()
 
     def _client_session(self) -> aiohttp.ClientSession:
         """Our own aiohttp session, with the kubeconfig's TLS settings (see the module notes)."""
         if self._session is None:
-            cfg = self.api_client.configuration
-            ctx = ssl.create_default_context(cafile=cfg.ssl_ca_cert)
-            if cfg.cert_file:
-                ctx.load_cert_chain(cfg.cert_file, keyfile=cfg.key_file)
-            if not cfg.verify_ssl:
-                ctx.check_hostname = False
-                ctx.verify_mode = ssl.CERT_NONE
             # No connection limit here: the sink's adaptive limit (flow.py) decides how many calls
             # are in flight; keep-alive reuses the connections it opened.
-            connector = aiohttp.TCPConnector(limit=0, ssl=ctx, keepalive_timeout=60)
+            connector = aiohttp.TCPConnector(limit=0, ssl=self._tls or False, keepalive_timeout=60)
             self._session = aiohttp.ClientSession(
                 connector=connector, read_bufsize=2**21, skip_auto_headers=("User-Agent",)
             )
-            self._proxy = cfg.proxy or None
-            self._server_hostname = getattr(cfg, "tls_server_name", None) or None
         return self._session
 
     async def _headers(self, content_type: str) -> dict[str, str]:
@@ -286,17 +353,7 @@ class KubeApi:
         return made[1]
 
     async def _auth_headers(self) -> dict[str, str]:
-        """The credentials' headers, asked of the client's configuration at most every 10 s (a
-        refreshing token source, as in-cluster service-account tokens are, is asked again then)."""
-        now = time.monotonic()
-        if self._auth is None or now - self._auth_at > 10.0:
-            settings = await self.api_client.configuration.auth_settings()
-            headers: dict[str, str] = {}
-            for entry in settings.values():
-                if entry.get("in") == "header" and entry.get("value"):
-                    headers[entry["key"]] = entry["value"]
-            self._auth, self._auth_at = headers, now
-        return self._auth
+        return await self.credentials.headers()
 
     async def _call(
         self,
@@ -376,6 +433,18 @@ class KubeApi:
             data = {"message": raw[:500].decode(errors="replace")}
         return resp.status, data, _retry_after(resp.headers.get("Retry-After"))
 
+    async def request_bytes(
+        self, method: str, path: str, *, query: dict[str, Any] | None = None, timeout: float = 60.0
+    ) -> tuple[int, bytes]:
+        """(HTTP status, the body undecoded): for large listings the caller decodes as it needs."""
+        resp = await self._call(method, path, query, None, "application/json", timeout)
+        try:
+            return resp.status, await resp.read()
+        except (aiohttp.ClientError, OSError, TimeoutError) as e:
+            raise KubeTransientError(f"{method} {path}: {type(e).__name__}: {e}") from None
+        finally:
+            resp.release()
+
     async def open_watch(self, path: str, query: dict[str, Any]) -> aiohttp.ClientResponse:
         """An open watch stream (the caller reads lines and releases it)."""
         timeout = aiohttp.ClientTimeout(total=None, sock_connect=30, sock_read=None)
@@ -412,7 +481,16 @@ class KubeApi:
                 continue
             break
         log.info("Kubernetes API server %s, version %s", self.server, (body or {}).get("gitVersion", "?"))
-        code, body = await self.request("GET", f"/apis/{VOLCANO_GROUP_VERSION}")
+        # Discovery and every access review at once (one round trip instead of ~25); the errors
+        # are still named in this order: the CRDs first, then the permissions in their order.
+        discovery, *reviews = await asyncio.gather(
+            self.request("GET", f"/apis/{VOLCANO_GROUP_VERSION}"),
+            *(self.allowed(p) for p in permissions),
+            return_exceptions=True,
+        )
+        if isinstance(discovery, BaseException):
+            raise discovery
+        code, body = discovery
         served = {r.get("name") for r in (body or {}).get("resources", [])} if code == 200 else set()
         missing = [r for r in VOLCANO_RESOURCES if r not in served]
         if missing:
@@ -421,7 +499,10 @@ class KubeApi:
                 f"{VOLCANO_GROUP_VERSION}); apply Volcano's CRDs first "
                 "(installer/helm/chart/volcano/crd/bases in Volcano's tree)"
             )
-        denied = [p for p in permissions if not await self.allowed(p)]
+        for answer in reviews:
+            if isinstance(answer, BaseException):
+                raise answer
+        denied = [p for p, answer in zip(permissions, reviews, strict=True) if not answer]
         if denied:
             raise KubeSetupError(
                 f"{self.server}: the credentials lack {len(denied)} permission(s) the adapter needs: "

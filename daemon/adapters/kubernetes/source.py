@@ -1,10 +1,11 @@
 """The Kubernetes source: list, then watch from the list's resourceVersion, and turn changes into events.
 
-For each kind of `objects.KINDS` the source lists the collection (across namespaces) and then
-watches it from the list's resourceVersion with bookmarks (`allowWatchBookmarks`, which move the
-resume point without a change).  A watch that ends (server timeout, a restarted server, a broken
-connection) reconnects from the last resourceVersion seen, with backoff on errors; a `410 Gone`
-(the resourceVersion was compacted: an ERROR event or a 410 answer) relists that kind.
+For each kind of `objects.KINDS` the source lists the collection (across namespaces; every kind
+at once, in pages, listing.py) and then watches it from the list's resourceVersion with bookmarks
+(`allowWatchBookmarks`, which move the resume point without a change).  A watch that ends (server
+timeout, a restarted server, a broken connection) reconnects from the last resourceVersion seen,
+with backoff on errors; a `410 Gone` (the resourceVersion was compacted: an ERROR event or a 410
+answer) relists that kind.
 
 Every listing is reconciled with what the log already holds (`known`: each logged object's uid and
 resourceVersion, rebuilt from the log on a restart through `resume`): objects that are new or
@@ -16,6 +17,7 @@ resourceVersion, see `objects`), so a change the log already has is never folded
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import time
@@ -28,6 +30,7 @@ import anyio
 
 from daemon.adapters.base import RESYNC_KINDS, Submit
 from daemon.adapters.kubernetes.client import TRANSIENT_CODES, KubeApi, KubeTransientError, message_of
+from daemon.adapters.kubernetes.listing import PAGE_SIZE, ListFailed, list_collection
 from daemon.adapters.kubernetes.objects import (
     _DELETED,
     KINDS,
@@ -70,12 +73,14 @@ class KubeSource:
         clock: Callable[[], int] = wall_ms,
         watch_timeout: int = 300,
         backoff_max: float = 5.0,
+        page_size: int = PAGE_SIZE,
     ) -> None:
         self.api = api
         self.scheduler_names = tuple(scheduler_names)
         self.clock = clock
         self.watch_timeout = watch_timeout
         self.backoff_max = backoff_max
+        self.page_size = page_size
         self.known: dict[ObjectKey, Version] = {}
         self.listed_before = False
         self.resource_versions: dict[str, str] = {}
@@ -99,16 +104,29 @@ class KubeSource:
                 self.listed_before = True
 
     # ------------------------------------------------------------------ listing
+    async def fetch_kind(self, kind: Kind) -> tuple[list[dict[str, Any]], str]:
+        """Every object of one kind and the list's resourceVersion (paged, listing.py)."""
+
+        async def fetch(query: dict[str, Any]) -> tuple[int, bytes]:
+            return await self.api.request_bytes("GET", kind.path, query=query, timeout=300)
+
+        try:
+            return await list_collection(kind.name, fetch, self.page_size)
+        except ListFailed as e:
+            raise KubeTransientError(f"list {kind.plural}: {e.status} {message_of(e.body)}") from None
+
     async def list_kind(self, kind: Kind) -> tuple[list[ObservedEvent], list[str | None]]:
         """List one kind, reconcile with `known`, remember the list's resourceVersion."""
-        code, body = await self.api.request("GET", kind.path, timeout=300)
-        if code != 200:
-            raise KubeTransientError(f"list {kind.plural}: {code} {message_of(body)}")
+        return self._reconcile(kind, *await self.fetch_kind(kind))
+
+    def _reconcile(
+        self, kind: Kind, items: list[dict[str, Any]], resource_version: str
+    ) -> tuple[list[ObservedEvent], list[str | None]]:
         at = self.clock()
         events: list[ObservedEvent] = []
         keys: list[str | None] = []
         seen: set[ObjectKey] = set()
-        for obj in body.get("items") or []:
+        for obj in items:
             if not keeps(kind, obj, self.scheduler_names):
                 continue
             key = object_key(kind, obj)
@@ -126,15 +144,19 @@ class KubeSource:
             ev, idem = delete_event(key, uid, at)
             events.append(ev)
             keys.append(idem)
-        self.resource_versions[kind.name] = str((body.get("metadata") or {}).get("resourceVersion") or "")
+        self.resource_versions[kind.name] = str(resource_version or "")
         return events, keys
 
     async def list_all(self) -> tuple[list[ObservedEvent], list[str | None]]:
-        """Every kind listed and reconciled; framed by Resync markers when the log has no listing yet."""
+        """Every kind listed and reconciled; framed by Resync markers when the log has no listing yet.
+
+        The kinds are fetched at once (the server serves the pods while the nodes are decoded)
+        and reconciled in `KINDS` order, so the events come out as when listed one by one."""
+        fetched = await asyncio.gather(*(self.fetch_kind(kind) for kind in KINDS))
         events: list[ObservedEvent] = []
         keys: list[str | None] = []
-        for kind in KINDS:
-            evs, ks = await self.list_kind(kind)
+        for kind, (items, resource_version) in zip(KINDS, fetched, strict=True):
+            evs, ks = self._reconcile(kind, items, resource_version)
             events += evs
             keys += ks
         if not self.listed_before:
