@@ -151,6 +151,17 @@ class Dispatcher:
                 continue
             await self._wake.wait()
 
+    def _count(self, ev: BindDecided | EvictDecided, outcome: OutcomeEvent) -> None:
+        """Count a forwarded decision; a failure is a warning, a superseded one (not acted on:
+        another replica led since) an info line and no failure."""
+        self.forwarded += 1
+        if isinstance(outcome, BindFailed | EvictFailed) and outcome.superseded:
+            self.superseded += 1
+            log.info("%s of %s/%s: %s", _kind(ev), ev.namespace, ev.name, outcome.reason)
+        elif isinstance(outcome, BindFailed | EvictFailed):
+            self.failed += 1
+            log.warning("%s failed: %s", _kind(ev), outcome.reason)
+
     def _advance(self, seq: int) -> None:
         if seq > self.position:
             self.position = seq
@@ -173,13 +184,7 @@ class Dispatcher:
         for (_seq, ev), (outcome, facts) in zip(decisions, results, strict=True):
             out.append(outcome)
             out.extend(facts)
-            self.forwarded += 1
-            if isinstance(outcome, BindFailed | EvictFailed) and outcome.superseded:
-                self.superseded += 1
-                log.info("%s of %s/%s: %s", _kind(ev), ev.namespace, ev.name, outcome.reason)
-            elif isinstance(outcome, BindFailed | EvictFailed):
-                self.failed += 1
-                log.warning("%s failed: %s", _kind(ev), outcome.reason)
+            self._count(ev, outcome)
         report = self.sink.report if isinstance(self.sink, ReportingSink) else None
         if report is not None:
             await self._report(
@@ -273,13 +278,7 @@ class Dispatcher:
                 for fact in facts:
                     self._done.append(fact)
                     self._done_keys.append(None)
-                self.forwarded += 1
-                if isinstance(outcome, BindFailed | EvictFailed) and outcome.superseded:
-                    self.superseded += 1
-                    log.info("%s of %s/%s: %s", _kind(event), event.namespace, event.name, outcome.reason)
-                elif isinstance(outcome, BindFailed | EvictFailed):
-                    self.failed += 1
-                    log.warning("%s failed: %s", _kind(event), outcome.reason)
+                self._count(event, outcome)
             else:
                 try:
                     await sink.report(seq, event)
