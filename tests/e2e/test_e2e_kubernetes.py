@@ -41,7 +41,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "k8s"))
 from cluster_kit import (
     Workload,
     as_manifests,
-    queue,
     real_apiserver_env,
     stop_real_apiserver,
     wait_for,
@@ -236,7 +235,6 @@ def test_binds_statuses_and_reasons_match_the_offline_schedule(api: Api, ns: str
         expected = {k.partition("/")[2]: v for k, v in json.loads(r.stdout)["binds"].items()}
         assert expected and len(expected) < len(w.pods())  # some bound, some left pending
 
-        ensure_root_and_default_queues(kube)
         proc = start_daemon(api, tmp_path)
         try:
             wait_for(
@@ -266,6 +264,7 @@ def test_binds_statuses_and_reasons_match_the_offline_schedule(api: Api, ns: str
         finally:
             _out, err = stop(proc)
         assert proc.returncode == 0, err
+        assert_root_and_default_queues(kube)
         for p in _evicted(kube, ns):  # Volcano's evictor: conditions, then a graceful delete
             conds = {c["type"]: c for c in p["status"]["conditions"]}
             assert conds["DisruptionTarget"]["reason"] == "PreemptionByScheduler"
@@ -312,15 +311,12 @@ def test_binds_statuses_and_reasons_match_the_offline_schedule(api: Api, ns: str
         w.cleanup(kube)
 
 
-def ensure_root_and_default_queues(kube: Kube) -> None:
-    """The `root` and `default` Queues, which Volcano's scheduler creates at start-up
-    (cache.go newDefaultAndRootQueue; Fumarole does not create Queues)."""
+def assert_root_and_default_queues(kube: Kube) -> None:
+    """The `root` and `default` Queues exist as Volcano's scheduler creates them at start-up (cache.go
+    newDefaultAndRootQueue: weight 1, root not reclaimable): only the daemon creates them here."""
     for name, reclaimable in (("root", False), ("default", True)):
-        try:
-            kube.create(queue(name, 1, reclaimable))
-        except KubeError as e:
-            if e.code != 409:
-                raise
+        spec = kube.get("Queue", name)["spec"]
+        assert (spec["weight"], spec["reclaimable"]) == (1, reclaimable), (name, spec)
 
 
 def _queue_allocated(kube: Kube, names: list[str]) -> dict[str, Any]:

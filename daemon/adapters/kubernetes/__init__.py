@@ -35,6 +35,7 @@ from daemon.adapters.kubernetes.client import (
     KubeSetupError,
     KubeTransientError,
     Permission,
+    message_of,
 )
 from daemon.adapters.kubernetes.flow import AdaptiveLimit
 from daemon.adapters.kubernetes.identity import ClaimedIdentity, claim_identity, random_identity
@@ -54,6 +55,33 @@ def lease_permissions(namespace: str) -> tuple[Permission, ...]:
         Permission(v, "coordination.k8s.io", "leases", namespace=namespace)
         for v in ("get", "create", "update")
     )
+
+
+DEFAULT_QUEUE = "default"
+
+
+async def create_root_and_default_queues(api: KubeApi) -> None:
+    """The Queues `root` (not reclaimable) and `default` (reclaimable), weight 1, created when
+    missing, as Volcano's scheduler does at start-up (pkg/scheduler/cache/cache.go
+    newDefaultAndRootQueue: GET, then create; AlreadyExists is fine).  Volcano retries a failed
+    create for a minute and then exits; here a failure is one warning line and the daemon goes on
+    (the queues' status writes are then skipped, and pods naming them wait, as without Volcano)."""
+    path = "/apis/scheduling.volcano.sh/v1beta1/queues"
+    for name, reclaimable in (("root", False), (DEFAULT_QUEUE, True)):
+        code, body = await api.request("GET", f"{path}/{name}", timeout=10)
+        if code == 200:
+            continue
+        queue = {
+            "apiVersion": "scheduling.volcano.sh/v1beta1",
+            "kind": "Queue",
+            "metadata": {"name": name},
+            "spec": {"reclaimable": reclaimable, "weight": 1},
+        }
+        code, body = await api.request("POST", path, body=queue, timeout=10)
+        if code in (200, 201):
+            log.info("created Queue %s (as Volcano's scheduler does at start-up)", name)
+        elif code != 409:
+            log.warning("Queue %s: could not create it: %s %s", name, code, message_of(body))
 
 
 SA_NAMESPACE = Path("/var/run/secrets/kubernetes.io/serviceaccount/namespace")
@@ -111,6 +139,7 @@ class KubernetesCluster:
         permissions = REQUIRED_PERMISSIONS + (lease_permissions(lease_ns) if self.lease else ())
         try:
             await api.preflight(permissions=permissions)
+            await create_root_and_default_queues(api)
         except BaseException:
             with anyio.CancelScope(shield=True):  # also when a signal cancelled the wait
                 await api.close()

@@ -93,7 +93,7 @@ REQUIRED_PERMISSIONS: tuple[Permission, ...] = tuple(
         *_perms(("list", "watch"), "scheduling.k8s.io", "priorityclasses"),
         *_perms(("list", "watch"), "policy", "poddisruptionbudgets"),
         *_perms(("list", "watch", "patch"), "scheduling.volcano.sh", "podgroups"),
-        *_perms(("list", "watch"), "scheduling.volcano.sh", "queues"),
+        *_perms(("list", "watch", "get", "create"), "scheduling.volcano.sh", "queues"),
         Permission("create", "", "pods", "binding"),
         Permission("patch", "", "pods", "status"),
         Permission("create", "", "events"),
