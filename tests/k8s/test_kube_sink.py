@@ -27,16 +27,19 @@ from kube_http import Kube, write_kubeconfig
 from daemon.adapters.kubernetes.client import KubeApi
 from daemon.adapters.kubernetes.flow import AdaptiveLimit
 from daemon.adapters.kubernetes.sink import KubeSink
-from store.events import BindDecided, BindSucceeded, PodGroupStatusChanged, PodGroupUpserted
+from store.events import (
+    BindDecided,
+    BindSucceeded,
+    PodGroupDeleted,
+    PodGroupStatusChanged,
+    PodGroupUpserted,
+)
 
 
 @pytest.fixture(scope="module")
 def fake() -> Iterator[FakeApiServer]:
-    server = FakeApiServer(tokens={"admin": ALL}).start()
-    try:
+    with FakeApiServer(tokens={"admin": ALL}) as server:
         yield server
-    finally:
-        server.stop()
 
 
 @pytest.fixture
@@ -143,6 +146,8 @@ async def test_a_status_the_api_already_holds_is_not_written(
         await sink.report(3, _status(ns, "Inqueue", 3))
         assert len(_patches(fake, ns, since)) == 3  # ours, the other writer's, ours again
         assert sink.counters.spared["podgroups"] == 1
+        sink.observe([PodGroupDeleted(namespace=ns, name="g")])  # its memories go with it
+        assert (ns, "g") not in sink._pg_written and (ns, "g") not in sink._pg_api
 
 
 async def test_many_binds_land_once_and_the_limit_grows_while_the_server_keeps_up(
@@ -165,6 +170,7 @@ async def test_many_binds_land_once_and_the_limit_grows_while_the_server_keeps_u
         assert sink.counters.writes["bindings"] == 200
         assert sink.slots.peak > 8  # grew past its initial limit
         assert sink.slots.in_flight == 0
+        assert not sink._acting and not sink._unanswered  # nothing kept per answered bind
 
 
 @pytest.mark.parametrize("next_cycle", [True, False], ids=["replaced", "hold-expires"])

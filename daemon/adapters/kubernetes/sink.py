@@ -65,7 +65,6 @@ import heapq
 import itertools
 import logging
 import time
-import uuid
 from collections import Counter
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
@@ -100,9 +99,12 @@ from store.events import (
     JobExplained,
     ObservedEvent,
     OutcomeEvent,
+    PodDeleted,
+    PodGroupDeleted,
     PodGroupStatusChanged,
     PodGroupUpserted,
     PodUpserted,
+    QueueDeleted,
     QueueFiguresRecorded,
     QueueUpserted,
 )
@@ -173,7 +175,6 @@ class KubeSink:
         retries: int = 5,
         backoff: float = 0.2,
         scheduler_name: str = "volcano",
-        instance: str = "",
         sleep: Callable[[float], Awaitable[Any]] = anyio.sleep,
         may_act: Callable[[], Awaitable[bool]] | None = None,
         limit: AdaptiveLimit | None = None,
@@ -187,21 +188,20 @@ class KubeSink:
         self.retries = retries
         self.backoff = backoff
         self.scheduler_name = scheduler_name
-        self.instance = instance or f"fumarole-{uuid.uuid4().hex[:8]}"
         self.sleep = sleep
         self.clock = clock
         self.slots = PrioritySlots(limit or AdaptiveLimit(), clock=clock)
         self.counters = SinkCounters()
-        # Volcano's recorder names the scheduler as the Events' component (one scheduler name).
         # Volcano's recorder names the scheduler as the Events' component (one scheduler name).  Its
         # queue holds 10,000 Events where client-go's broadcaster drops past 1,000: a burst of binds
         # records one Scheduled Event each, and a decision is done only once its Event is written.
         self.events = EventRecorder(
             component=scheduler_name or COMPONENT, concurrency=16, queue_size=EVENT_QUEUE
         )
-        # Binds and evictions handed over (admitted) and not yet answered, per job and per queue.
-        self._acting: list[int] = []  # heap: seqs of binds and evictions admitted, not yet answered
-        self._answered_seqs: set[int] = set()  # answered, still in the heap behind an older one
+        # Binds and evictions handed over (admitted) and not yet answered: the set says which, the
+        # heap which is oldest (its top is always one not yet answered).
+        self._unanswered: set[int] = set()
+        self._acting: list[int] = []
         # The last cycle that bound pods of each job (PodGroup "ns/name"), for `_held`.
         self._bound_cycle: dict[str, int] = {}
         self.status_hold = status_hold
@@ -248,6 +248,18 @@ class KubeSink:
                     self._unschedulable[key] = message
                 elif (e.manifest.get("spec") or {}).get("nodeName"):
                     self._unschedulable.pop(key, None)
+            # What a deleted object leaves behind here is dropped, so the memories stay the size
+            # of the cluster.
+            elif isinstance(e, PodDeleted):
+                self._unschedulable.pop((e.namespace, e.name), None)
+            elif isinstance(e, PodGroupDeleted):
+                key = (e.namespace, e.name)
+                self._pg_written.pop(key, None)
+                self._pg_api.pop(key, None)
+                self._bound_cycle.pop(f"{e.namespace}/{e.name}", None)
+            elif isinstance(e, QueueDeleted):
+                self._queue_written.pop(e.name, None)
+                self._queue_api.pop(e.name, None)
 
     # ------------------------------------------------------------------ calls
     async def _call(
@@ -300,18 +312,19 @@ class KubeSink:
         `report`: remembers the binds and evictions not yet answered, so a status waits for the
         actions decided before it."""
         if isinstance(event, BindDecided | EvictDecided):
+            self._unanswered.add(seq)
             heapq.heappush(self._acting, seq)
             if isinstance(event, BindDecided):
                 self._bound_cycle[event.job] = event.cycle
 
     def _answered(self, seq: int) -> None:
-        """The API answered the action at `seq` (its Event may still be on its way)."""
-        if seq in self._answered_seqs:
+        """The API answered the action at `seq` (its Event may still be on its way); idempotent."""
+        if seq not in self._unanswered:
             return
-        self._answered_seqs.add(seq)
+        self._unanswered.discard(seq)
         acting = self._acting
-        while acting and acting[0] in self._answered_seqs:
-            self._answered_seqs.discard(heapq.heappop(acting))
+        while acting and acting[0] not in self._unanswered:
+            heapq.heappop(acting)
         # Wake exactly the statuses whose predecessors are all answered now (not every waiter at
         # every answer: a backlog has thousands of answers and hundreds of waiting statuses).
         oldest = acting[0] if acting else None
