@@ -191,11 +191,8 @@ def test_a_wrong_tls_server_name_is_refused_through_both_paths(
 # ------------------------------------------------------------------ tokens against the fake
 @pytest.fixture(scope="module")
 def fake() -> Iterator[FakeApiServer]:
-    server = FakeApiServer().start()
-    try:
+    with FakeApiServer() as server:
         yield server
-    finally:
-        server.stop()
 
 
 @pytest.mark.parametrize("loader", LOADERS)

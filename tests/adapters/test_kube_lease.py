@@ -26,11 +26,8 @@ from daemon.adapters.kubernetes.leader import LeaseElector
 
 @pytest.fixture(scope="module")
 def fake() -> Iterator[FakeApiServer]:
-    server = FakeApiServer().start()
-    try:
+    with FakeApiServer() as server:
         yield server
-    finally:
-        server.stop()
 
 
 class Clock:

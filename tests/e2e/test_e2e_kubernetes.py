@@ -28,7 +28,6 @@ import urllib.request
 import uuid
 from collections import Counter
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -39,10 +38,10 @@ from fumarole_e2e_kit import FUMAROLE, env, read_log
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "k8s"))
 
 from cluster_kit import (
+    ApiServer,
     Workload,
+    api_server,
     as_manifests,
-    real_apiserver_env,
-    stop_real_apiserver,
     wait_for,
 )
 from fake_apiserver import ALL, FakeApiServer
@@ -63,34 +62,16 @@ from store.events import (
     PodUpserted,
 )
 
-
-@dataclass
-class Api:
-    url: str
-    token: str
-    fake: FakeApiServer | None
-
-    def kube(self, token: str | None = None) -> Kube:
-        return Kube(self.url, token or self.token)
+Api = ApiServer
 
 
 @pytest.fixture(scope="session")
 def api(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Api]:
-    tmp = tmp_path_factory.mktemp("k8s")
-    real = real_apiserver_env(tmp)
-    if real is not None:
-        try:
-            yield Api(real["K8S_API"], real["K8S_TOKEN"], None)
-        finally:
-            stop_real_apiserver(tmp)
-        return
-    fake = FakeApiServer(
-        tokens={"admin": ALL, "reader": {(v, "/pods") for v in ("list", "watch")}}, bookmark_interval=0.5
-    ).start()
-    try:
-        yield Api(fake.url, "admin", fake)
-    finally:
-        fake.stop()
+    reader = {(v, "/pods") for v in ("list", "watch")}
+    with api_server(
+        tmp_path_factory.mktemp("k8s"), tokens={"admin": ALL, "reader": reader}, bookmark_interval=0.5
+    ) as server:
+        yield server
 
 
 @pytest.fixture

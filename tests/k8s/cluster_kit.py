@@ -11,10 +11,12 @@ import contextlib
 import os
 import subprocess
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from fake_apiserver import FakeApiServer
 from kube_http import Kube, KubeError
 
 KIT = Path(__file__).resolve().parents[2].parent / "shared" / "k8s"
@@ -213,3 +215,30 @@ def real_apiserver_env(tmp: Path) -> dict[str, str] | None:
 
 def stop_real_apiserver(tmp: Path) -> None:
     subprocess.run([str(KIT / "stop.sh"), str(tmp)], check=False, capture_output=True)
+
+
+@dataclass
+class ApiServer:
+    """The API server a test talks to: a real one (KUBE_APISERVER) or the fake (`fake` set)."""
+
+    url: str
+    token: str
+    fake: FakeApiServer | None
+
+    def kube(self, token: str | None = None) -> Kube:
+        return Kube(self.url, token or self.token)
+
+
+@contextlib.contextmanager
+def api_server(tmp: Path, **fake_settings: Any) -> Iterator[ApiServer]:
+    """A real kube-apiserver through ../shared/k8s/start.sh when KUBE_APISERVER is set (its admin
+    token), else the fake with `fake_settings` (its tokens must grant "admin"); stopped after."""
+    real = real_apiserver_env(tmp)
+    if real is not None:
+        try:
+            yield ApiServer(real["K8S_API"], real["K8S_TOKEN"], None)
+        finally:
+            stop_real_apiserver(tmp)
+        return
+    with FakeApiServer(**fake_settings) as fake:
+        yield ApiServer(fake.url, "admin", fake)

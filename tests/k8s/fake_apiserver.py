@@ -125,6 +125,13 @@ class FakeApiServer(FakeWrites):
         ready.wait(10)
         return self
 
+    def __enter__(self) -> FakeApiServer:
+        """`with FakeApiServer(...) as fake:` starts it on a free port and stops it after."""
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
     def stop(self) -> None:
         if self._loop is not None and self._thread is not None:
             self.call(self._end_watches)

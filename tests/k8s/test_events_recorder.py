@@ -14,7 +14,6 @@ from __future__ import annotations
 import sys
 import uuid
 from collections.abc import AsyncIterator, Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -23,36 +22,20 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from cluster_kit import real_apiserver_env, stop_real_apiserver
-from fake_apiserver import ALL, FakeApiServer
+from cluster_kit import ApiServer, api_server
+from fake_apiserver import ALL
 from kube_http import Kube, write_kubeconfig
 
 from daemon.adapters.kubernetes.client import KubeApi
 from daemon.adapters.kubernetes.events import MAX_QUEUED_EVENTS, EventRecorder, ObjectRef, Send
 
-
-@dataclass
-class Api:
-    url: str
-    token: str
-    fake: FakeApiServer | None
+Api = ApiServer
 
 
 @pytest.fixture(scope="module")
 def api(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Api]:
-    tmp = tmp_path_factory.mktemp("k8s")
-    real = real_apiserver_env(tmp)
-    if real is not None:
-        try:
-            yield Api(real["K8S_API"], real["K8S_TOKEN"], None)
-        finally:
-            stop_real_apiserver(tmp)
-        return
-    server = FakeApiServer(tokens={"admin": ALL}).start()
-    try:
-        yield Api(server.url, "admin", server)
-    finally:
-        server.stop()
+    with api_server(tmp_path_factory.mktemp("k8s"), tokens={"admin": ALL}) as server:
+        yield server
 
 
 @pytest.fixture

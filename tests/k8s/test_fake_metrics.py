@@ -23,11 +23,8 @@ from kube_http import Kube, KubeError
 
 @pytest.fixture
 def fake() -> Iterator[FakeApiServer]:
-    server = FakeApiServer().start()
-    try:
+    with FakeApiServer() as server:
         yield server
-    finally:
-        server.stop()
 
 
 def counts(fake: FakeApiServer) -> dict[tuple[str, ...], int]:
