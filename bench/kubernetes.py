@@ -37,6 +37,7 @@ import contextlib
 import json
 import os
 import random
+import shlex
 import signal
 import socket
 import statistics
@@ -568,6 +569,8 @@ class Scheduler:
                 "--listen", f"127.0.0.1:{self.port}",
                 "--log-level", "info",
             ]  # fmt: skip
+            if self.args.wrap:  # e.g. a profiler: "py-spy record -o prof.txt -f raw --"
+                cmd = shlex.split(self.args.wrap) + cmd
             return cmd, env
         self.healthz_port = free_port()
         # vc-scheduler opens its klog control socket there, removing a stale one: one directory each.
@@ -598,7 +601,7 @@ class Scheduler:
             for raw in self.proc.stderr:
                 line = raw.decode(errors="replace").rstrip("\n")
                 self.lines.append((time.time(), line))
-                log.write(line + "\n")
+                log.write(f"{self.lines[-1][0] - self.started:8.3f} {line}\n")
             log.close()
 
         threading.Thread(target=read, name=f"{self.which}-stderr", daemon=True).start()
@@ -1227,6 +1230,13 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "--scale-trickle", type=float, default=5.0, help="pods per second during the steady phase"
     )
     ap.add_argument("--keep", action="store_true", help="keep the temporary directory (logs)")
+    ap.add_argument(
+        "--wrap",
+        default="",
+        metavar="CMD",
+        help="run fumarole under CMD (a profiler: 'py-spy record -o prof.txt -f raw --'; it must pass "
+        "SIGTERM on to fumarole)",
+    )
     args = ap.parse_args(argv)
     args.mix = parse_mix(args.mix)
     args.churn_mix = parse_mix(args.churn_mix) if args.churn_mix else args.mix

@@ -25,8 +25,8 @@ from fake_apiserver import FakeApiServer
 from kube_http import Kube, write_kubeconfig
 
 from daemon.adapters.kubernetes.client import KubeApi
-from daemon.adapters.kubernetes.listing import decode_items, list_collection
-from daemon.adapters.kubernetes.objects import KINDS
+from daemon.adapters.kubernetes.listing import decode_items, decode_watch_frame, list_collection
+from daemon.adapters.kubernetes.objects import KINDS, trimmed
 from daemon.adapters.kubernetes.source import KubeSource
 
 PAYLOADS = Path(__file__).resolve().parents[1] / "k8s" / "payloads"
@@ -69,6 +69,43 @@ def test_every_object_meta_field_is_kept_in_the_api_order() -> None:
         body = {"items": [{"metadata": meta, "spec": {"nodeName": "n"}, "status": {"phase": "Pending"}}, {}]}
         raw = msgspec.json.encode(body)
         assert msgspec.json.encode(decode_items(kind, raw)) == msgspec.json.encode(plain(raw))
+
+
+def test_recorded_watch_frames_log_what_a_plain_decoding_logs() -> None:
+    """The watch's typed decoding (Pods and Nodes without managedFields) gives the object the plain
+    decoding gives once objects.trimmed has stripped it (the recording's keys are sorted; the order
+    of ObjectMeta's keys is the API's, as checked for listings above)."""
+    frames = msgspec.json.decode((PAYLOADS / "watch_frames.json").read_bytes())
+    assert any("managedFields" in (f["object"].get("metadata") or {}) for f in frames)
+    kinds = {k.name: k for k in KINDS}
+    for frame in frames:
+        line = msgspec.json.encode(frame)
+        type_, obj = decode_watch_frame("Pod", line)
+        assert type_ == frame["type"]
+        if type_ in ("ADDED", "MODIFIED", "DELETED"):
+            want = trimmed(kinds["Pod"], msgspec.json.decode(line)["object"])
+            assert trimmed(kinds["Pod"], obj) == want
+        else:
+            assert obj == frame["object"]
+
+
+def test_watch_frames_of_every_shape_decode() -> None:
+    status = {"kind": "Status", "code": 410, "reason": "Expired", "message": "too old"}
+    assert decode_watch_frame("Pod", msgspec.json.encode({"type": "ERROR", "object": status})) == (
+        "ERROR",
+        status,
+    )
+    bookmark = {"kind": "Pod", "metadata": {"resourceVersion": "9"}}
+    assert decode_watch_frame("Pod", msgspec.json.encode({"type": "BOOKMARK", "object": bookmark}))[1] == (
+        bookmark
+    )
+    # A frame of a kind decoded as a plain map, an object that is not one, and no object at all.
+    pg = {"kind": "PodGroup", "metadata": {"name": "g", "managedFields": []}, "spec": {"minMember": 2}}
+    assert decode_watch_frame("PodGroup", msgspec.json.encode({"type": "ADDED", "object": pg}))[1] == pg
+    assert decode_watch_frame("Pod", b'{"type": "MODIFIED", "object": null}') == ("MODIFIED", None)
+    assert decode_watch_frame("Node", b'{"type": "ADDED"}') == ("ADDED", None)
+    with pytest.raises(msgspec.DecodeError):
+        decode_watch_frame("Pod", b'{"type": "ADDED", "object": {')
 
 
 @pytest.fixture(scope="module")
@@ -138,3 +175,45 @@ def test_an_expired_continue_token_lists_in_one_piece(fake: FakeApiServer, tmp_p
     items = anyio.run(go)
     assert [q.get("limit") for q in asked] == [2, 2, None]
     assert len([p for p in items if p["metadata"]["namespace"] == "lst"]) == 6
+
+
+def test_a_prefetched_listing_is_reconciled_after_resume_and_a_stale_one_fetched_again(
+    fake: FakeApiServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`prefetch` fetches at connect time; `list_all` reconciles what it fetched with what `resume`
+    read from the log afterwards (so a restart logs only what changed), and fetches again when the
+    prefetched listing waited longer than PREFETCH_FRESH_S."""
+    from daemon.adapters.kubernetes import source as source_module
+
+    kc = write_kubeconfig(tmp_path / "kubeconfig", fake.url, "admin")
+    kube = Kube(fake.url, "admin")
+
+    async def go() -> tuple[int, int, list[str]]:
+        api = await KubeApi.connect(str(kc))
+        try:
+            first = KubeSource(api, ["volcano"], clock=lambda: 7)
+            logged, _ = await first.list_all()
+            # A restart: the listing is fetched ahead, then the log's facts are resumed.
+            again = KubeSource(api, ["volcano"], clock=lambda: 7)
+            again.prefetch()
+            await anyio.sleep(0.2)
+            kube.create(pod("lst", "lst-late", "lst-g0", 1, ""))  # after the prefetched listing
+            again.resume(logged)
+            relisted, _ = await again.list_all()
+            # A prefetched listing that waited too long is fetched again (and sees the late pod).
+            monkeypatch.setattr(source_module, "PREFETCH_FRESH_S", 0.0)
+            third = KubeSource(api, ["volcano"], clock=lambda: 7)
+            third.prefetch()
+            await anyio.sleep(0.2)
+            third.resume(logged)
+            late, _ = await third.list_all()
+            await third.close()
+            return len(logged), len(relisted), [getattr(e, "name", "") for e in late]
+        finally:
+            kube.delete("Pod", "lst-late", "lst", grace=0)
+            await api.close()
+
+    logged, relisted, late = anyio.run(go)
+    assert logged >= 2 + 5 + 3 + 6
+    assert relisted == 0  # nothing changed since the log's listing; no Resync markers again
+    assert late == ["lst-late"]
