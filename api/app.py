@@ -95,7 +95,9 @@ async def _errors(request: web.Request, handler: Handler) -> web.StreamResponse:
     except web.HTTPException as e:
         if e.status < 400:
             raise
-        keep = {k: v for k, v in e.headers.items() if k.lower() in ("www-authenticate", "allow")}
+        keep = {
+            k: v for k, v in e.headers.items() if k.lower() in ("www-authenticate", "allow", "retry-after")
+        }
         code = e.reason.lower().replace(" ", "-")
         return _problem(e.status, code, e.text or e.reason, headers=keep or None)
     except LogError as e:
