@@ -49,7 +49,8 @@ _HEADERS = {
     "Content-Security-Policy": "default-src 'self'; script-src 'none'; style-src 'self'; img-src 'self'; "
     "frame-ancestors 'none'; base-uri 'none'; form-action 'self'",
     "X-Content-Type-Options": "nosniff",
-    "Referrer-Policy": "no-referrer",
+    # not no-referrer: with it Chrome sends the form's POST with `Origin: null`, which is refused
+    "Referrer-Policy": "same-origin",
     "Cache-Control": "no-store",
 }
 

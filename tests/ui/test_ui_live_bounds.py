@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 from fumarole_api_kit import LiveFixture, start_serve, stop, write_history
+from ui_kit import live_request, read_hello
 
 from api.app import build_app
 from api.ui import FEED_KEY
@@ -38,32 +39,6 @@ def served(history: Path, tmp_path: Path) -> Iterator[int]:
         assert stop(proc) == 0
 
 
-def _request(port: int, method: str, source: str = "127.0.0.1") -> tuple[socket.socket, int, bytes]:
-    """A connection from `source` to the server, one request on it; (socket, status, header block)."""
-    s = socket.create_connection(("127.0.0.1", port), timeout=20, source_address=(source, 0))
-    s.sendall(
-        f"{method} /ui/live HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nAccept: text/event-stream\r\n\r\n".encode()
-    )
-    head = b""
-    while b"\r\n\r\n" not in head:
-        chunk = s.recv(4096)
-        if not chunk:
-            break
-        head += chunk
-    status = int(head.split(b" ", 2)[1]) if head else 0
-    return s, status, head
-
-
-def _hello(s: socket.socket, head: bytes) -> bytes:
-    """Read the stream until its `hello` event (the GET was accepted and subscribed)."""
-    data = head
-    while b"event: hello" not in data:
-        chunk = s.recv(4096)
-        assert chunk, data
-        data += chunk
-    return data
-
-
 def _close(socks: list[socket.socket]) -> None:
     for s in socks:
         s.close()
@@ -75,17 +50,17 @@ def test_head_requests_take_no_slot(served: int) -> None:
     try:
         statuses = []
         for _ in range(70):
-            s, status, _ = _request(port, "HEAD")
+            s, status, _ = live_request(port, "HEAD")
             socks.append(s)
             statuses.append(status)
         assert statuses == [200] * 70  # each says a stream would be accepted
     finally:
         _close(socks)  # all closed at once
     for source in ("127.0.0.2", "127.0.0.1"):
-        s, status, head = _request(port, "GET", source)
+        s, status, head = live_request(port, "GET", source)
         try:
             assert status == 200, head
-            assert b"event: hello" in _hello(s, head)
+            assert b"event: hello" in read_hello(s, head)
         finally:
             s.close()
 
@@ -96,19 +71,19 @@ def test_one_address_cannot_take_every_slot(served: int) -> None:
     try:
         statuses = []
         for _ in range(64):
-            s, status, head = _request(port, "GET")
+            s, status, head = live_request(port, "GET")
             held.append(s)
             statuses.append(status)
             if status == 429:
                 assert b"Retry-After: " in head
         assert statuses == [200] * 8 + [429] * 56  # live_per_client = 8
-        _, status, _ = _request(port, "HEAD")
+        _, status, _ = live_request(port, "HEAD")
         assert status == 429
         # another client is not locked out by the first one's 64 streams
-        s, status, head = _request(port, "GET", "127.0.0.2")
+        s, status, head = live_request(port, "GET", "127.0.0.2")
         held.append(s)
-        assert status == 200 and b"event: hello" in _hello(s, head)
-        _, status, _ = _request(port, "HEAD", "127.0.0.3")
+        assert status == 200 and b"event: hello" in read_hello(s, head)
+        _, status, _ = live_request(port, "HEAD", "127.0.0.3")
         assert status == 200
     finally:
         _close(held)
@@ -120,18 +95,18 @@ def test_the_total_is_still_bounded(served: int) -> None:
     try:
         for i in range(8):  # 8 addresses × 8 streams = the 64 slots
             for _ in range(8):
-                s, status, head = _request(port, "GET", f"127.0.1.{i + 1}")
+                s, status, head = live_request(port, "GET", f"127.0.1.{i + 1}")
                 held.append(s)
                 assert status == 200, head
-                _hello(s, head)
-        s, status, head = _request(port, "GET", "127.0.2.1")
+                read_hello(s, head)
+        s, status, head = live_request(port, "GET", "127.0.2.1")
         held.append(s)
         assert status == 503 and b"Retry-After: " in head
     finally:
         _close(held)
     # the slots come back once those connections are gone
     for _ in range(100):
-        s, status, head = _request(port, "GET", "127.0.2.1")
+        s, status, head = live_request(port, "GET", "127.0.2.1")
         s.close()
         if status == 200:
             break
@@ -176,7 +151,7 @@ async def test_a_closed_connection_frees_its_slot_before_the_heartbeat(client: A
     feed.heartbeat, feed.poll = 600.0, 0.05  # no write would notice for ten minutes
     s = socket.create_connection(("127.0.0.1", client.server.port))
     s.sendall(f"GET /ui/live HTTP/1.1\r\nHost: 127.0.0.1:{client.server.port}\r\n\r\n".encode())
-    await asyncio.get_running_loop().run_in_executor(None, _hello, s, b"")
+    await asyncio.get_running_loop().run_in_executor(None, read_hello, s, b"")
     assert feed.clients == {"127.0.0.1": 1}
     s.close()
     await _until_no_subscribers(feed)
@@ -191,7 +166,7 @@ async def test_a_reader_that_stops_reading_loses_its_stream(client: Any) -> None
     s.connect(("127.0.0.1", client.server.port))
     try:
         s.sendall(f"GET /ui/live HTTP/1.1\r\nHost: 127.0.0.1:{client.server.port}\r\n\r\n".encode())
-        await asyncio.get_running_loop().run_in_executor(None, _hello, s, b"")
+        await asyncio.get_running_loop().run_in_executor(None, read_hello, s, b"")
         big = b"event: cycle\ndata: " + b"x" * (1 << 20) + b"\n\n"
         for _ in range(32):  # 32 MiB the reader never takes: a write stalls, and ends the stream
             feed.publish(big)
