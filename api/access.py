@@ -31,7 +31,7 @@ import hmac
 import ipaddress
 import time
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from urllib.parse import quote, urlsplit
 
 import msgspec
@@ -57,6 +57,7 @@ MIN_READ_TOKEN = 16  # characters: a shorter read token is refused (it would be 
 
 _ENCODER = msgspec.json.Encoder()
 _WILDCARDS = ("0.0.0.0", "::", "")
+_HOST_CACHE = 1024  # Host headers whose answer is remembered
 # routes that answer without a read token: the probes, the login page, the dashboard's static files
 _OPEN_PATHS = ("/healthz", "/readyz", "/ui/login")
 _OPEN_PREFIXES = ("/ui/assets/",)
@@ -146,6 +147,8 @@ class Access:
     listen_host: str = "127.0.0.1"
     allowed_hosts: tuple[str, ...] = ()
     read_token: str = ""
+    # Host header -> answer (bounded: Host is the client's to choose; emptied when full)
+    _hosts: dict[str, bool] = field(default_factory=dict, compare=False, repr=False)
 
     def _named(self, name: str, port: int | None) -> bool:
         """Allowed without the wildcard-listen rule: localhost, loopback, listen host, configured."""
@@ -166,6 +169,14 @@ class Access:
 
     def host_allowed(self, host: str) -> bool:
         """Whether a request with this Host header is answered."""
+        known = self._hosts.get(host)
+        if known is None:
+            if len(self._hosts) >= _HOST_CACHE:
+                self._hosts.clear()
+            known = self._hosts[host] = self._host_allowed(host)
+        return known
+
+    def _host_allowed(self, host: str) -> bool:
         parsed = split_host(host)
         if parsed is None:
             return "*" in self.allowed_hosts
