@@ -313,3 +313,16 @@ def test_the_daemon_warns_when_remote_reads_are_open(caplog: pytest.LogCaptureFi
         options = Service(s)._api_options()
     assert options["access"].read_token == READ_TOKEN
     assert not any("every read is open" in r.getMessage() for r in caplog.records)
+
+
+def test_run_flags_reach_the_settings(tmp_path: Path) -> None:
+    from daemon.cli.main import build_parser
+
+    f = tmp_path / "read-token"
+    f.write_text(READ_TOKEN + "\n")
+    argv = ["run", "--allowed-host", "a.example", "--allowed-host", "b.example:8443"]
+    args = build_parser().parse_args([*argv, "--read-token", str(f), "--require-read-token"])
+    flags = {k: getattr(args, k) for k in ("allowed_hosts", "read_token_file", "require_read_token")}
+    s = load_settings(env={"FUMAROLE_ALLOWED_HOSTS": "replaced.example"}, flags=flags)
+    assert s.allowed_hosts == ("a.example", "b.example:8443")  # the flags replace the environment's list
+    assert s.read_token_file == str(f) and s.require_read_token

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import socket
+import time
 from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -65,7 +66,9 @@ def test_the_page_reconnects_after_a_restart_and_shows_the_missed_cycles(tmp_pat
             assert "reconnecting in" in page.inner_text("#live-status")
             _append_cycles(db, range(4, 9))  # five cycles while the page is not listening
             proc, _ = start_serve(db, listen=f"127.0.0.1:{port}")
+            t0 = time.monotonic()
             page.wait_for_selector("#latest-cycle:text-is('8')", timeout=60_000)
+            print(f"[ui reconnect] after a restart: back in {time.monotonic() - t0:.2f} s")
             page.wait_for_selector("#live-status[data-state='live']", timeout=15_000)
             for c in range(4, 9):  # in the charts too, not only the newest
                 assert page.locator(f"figure.chart rect[data-cycle='{c}']").count() == 2, c
@@ -99,7 +102,9 @@ def test_the_page_retries_a_full_feed_and_catches_up(tmp_path: Path) -> None:
             for s in held:
                 s.close()
             held.clear()
+            t0 = time.monotonic()
             page.wait_for_selector("#latest-cycle:text-is('5')", timeout=60_000)
+            print(f"[ui reconnect] after a full feed: back in {time.monotonic() - t0:.2f} s")
             page.wait_for_selector("#live-status[data-state='live']", timeout=15_000)
             assert page.locator("figure.chart rect[data-cycle='4']").count() == 2
             assert _page_errors(watch) == []
