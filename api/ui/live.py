@@ -212,6 +212,7 @@ _STREAM_HEADERS = {
     "Cache-Control": "no-cache",
     "X-Accel-Buffering": "no",
 }
+_RETRY_AFTER_S = 5  # a refused stream is asked to wait this long before it tries again
 _REFUSED = {
     429: "this address has too many live dashboards open; close some or try again later",
     503: "too many live dashboards are connected; try again later",
@@ -224,7 +225,7 @@ async def stream_handler(request: web.Request, feed: LiveFeed, hello: dict[str, 
     client = request.remote or ""
     refused = feed.refusal(client)
     if refused:
-        retry = {"Retry-After": str(max(1, int(feed.poll * 5)))}
+        retry = {"Retry-After": str(_RETRY_AFTER_S)}
         if refused == 429:
             raise web.HTTPTooManyRequests(text=_REFUSED[429], headers=retry)
         raise web.HTTPServiceUnavailable(text=_REFUSED[503], headers=retry)

@@ -56,14 +56,34 @@ export async function render(main, ctx) {
     if (!frame) frame = requestAnimationFrame(draw);
   }
 
+  // the cycles the log holds after row `after` (from the REST API, page by page, at most KEEP and a page)
+  async function readAfter(after) {
+    const missed = [];
+    let since = after.seq + 1;
+    while (since && missed.length <= KEEP) {
+      const page = await getJSON(`/v1/cycles?since=${since}&limit=${KEEP}`, ctx.signal);
+      missed.push(...page.items);
+      since = page.next_since;
+    }
+    merge(missed);
+  }
+
+  function warn(err) {
+    if (err.name !== "AbortError") console.warn("re-reading missed cycles failed:", err.message || err);
+  }
+
   fill(main, heading("Cycles"), charts, table);
   draw();
   return {
     onCycle(row) {
-      if (!row.closed || (rows.length && row.cycle <= rows[rows.length - 1].cycle)) return;
+      const last = rows[rows.length - 1];
+      if (!row.closed || (last && row.cycle <= last.cycle)) return;
       rows.push(row);
       if (rows.length > KEEP) rows = rows.slice(-KEEP);
       if (!frame) frame = requestAnimationFrame(draw);
+      // a cycle number skipped: the feed lost some (it started, or was dropped, in between): re-read them
+      if (last && row.cycle > last.cycle + KEEP) this.resync().catch(warn);
+      else if (last && row.cycle > last.cycle + 1) readAfter(last).catch(warn);
     },
     async resync() {
       merge((await getJSON(`/v1/cycles?latest=${KEEP}`, ctx.signal)).items);
@@ -74,14 +94,7 @@ export async function render(main, ctx) {
       const last = rows[rows.length - 1];
       if (last && last.cycle >= serverCycle) return;
       if (!last || serverCycle - last.cycle > KEEP) return this.resync();
-      const missed = [];
-      let since = last.seq + 1;
-      while (since && missed.length <= KEEP) {
-        const page = await getJSON(`/v1/cycles?since=${since}&limit=${KEEP}`, ctx.signal);
-        missed.push(...page.items);
-        since = page.next_since;
-      }
-      merge(missed);
+      return readAfter(last);
     },
     destroy() { if (frame) cancelAnimationFrame(frame); },
   };
