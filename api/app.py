@@ -11,6 +11,7 @@ from typing import Any
 import msgspec
 from aiohttp import web
 
+from api.access import ACCESS_KEY, Access, access_middleware
 from api.openapi import openapi_document
 from api.types import (
     CycleDetail,
@@ -94,7 +95,9 @@ async def _errors(request: web.Request, handler: Handler) -> web.StreamResponse:
     except web.HTTPException as e:
         if e.status < 400:
             raise
-        keep = {k: v for k, v in e.headers.items() if k.lower() in ("www-authenticate", "allow")}
+        keep = {
+            k: v for k, v in e.headers.items() if k.lower() in ("www-authenticate", "allow", "retry-after")
+        }
         code = e.reason.lower().replace(" ", "-")
         return _problem(e.status, code, e.text or e.reason, headers=keep or None)
     except LogError as e:
@@ -428,11 +431,17 @@ def build_app(
     worker: str = "",
     dashboard: bool = True,
     jaeger_url: str = DEFAULT_JAEGER_URL,
+    access: Access | None = None,
+    live_idle_timeout: float = 300.0,
+    live_per_client: int = 8,
 ) -> web.Application:
     """The API over `view`; POST /v1/events needs `token` as a bearer token ("" = writes refused);
     a non-empty `worker` (the serving process's id) is sent back by GET /healthz as X-Fumarole-Worker;
-    `dashboard` mounts the web dashboard at /ui/ (api/ui), its cycle pages linking to `jaeger_url`."""
-    app = web.Application(client_max_size=max_body_bytes, middlewares=[_errors])
+    `dashboard` mounts the web dashboard at /ui/ (api/ui), its cycle pages linking to `jaeger_url`;
+    `access` is who may ask (the Host/Origin allow-list and the read token, api/access.py; default:
+    loopback and localhost names only, reads open)."""
+    app = web.Application(client_max_size=max_body_bytes, middlewares=[access_middleware, _errors])
+    app[ACCESS_KEY] = access if access is not None else Access()
     app[VIEW_KEY] = view
     app[TOKEN_KEY] = token
     app[WORKER_KEY] = worker
@@ -454,5 +463,11 @@ def build_app(
     r.add_get("/v1/nodes", nodes)
     r.add_get("/v1/nodes/{name}", node)
     if dashboard:
-        mount_dashboard(app, view, jaeger_url=jaeger_url)
+        mount_dashboard(
+            app,
+            view,
+            jaeger_url=jaeger_url,
+            live_idle_timeout=live_idle_timeout,
+            live_per_client=live_per_client,
+        )
     return app

@@ -103,6 +103,24 @@ def _get(
     return {"get": {"summary": summary, "parameters": params, "responses": responses}}
 
 
+_PROBES = ("/healthz", "/readyz")  # answered without the read token (api/access.py)
+
+
+def _access_responses(paths: dict[str, Any]) -> None:
+    """Every operation may answer 421 (a Host this server does not answer to) and 403 (a foreign
+    Origin); the reads, when the server requires a read token, 401 (and accept it as a bearer)."""
+    for path, ops in paths.items():
+        for method, op in ops.items():
+            responses = op["responses"]
+            responses.setdefault(
+                "421", _json(Problem, "the Host header names another server (DNS rebinding)")
+            )
+            responses.setdefault("403", _json(Problem, "a cross-origin request (the Origin header)"))
+            if method == "get" and path not in _PROBES:
+                responses.setdefault("401", _json(Problem, "the server requires its read token"))
+                op["security"] = [{}, {"bearer": []}]
+
+
 def openapi_document() -> dict[str, Any]:
     """The OpenAPI 3.1 document served at /openapi.json."""
     _, components = msgspec.json.schema_components(_TYPES, ref_template=_REF)
@@ -224,6 +242,7 @@ def openapi_document() -> dict[str, Any]:
             "one node", _json(NodeRow, "the node"), [_p("name", "node name")], not_found=True, bad=False
         ),
     }
+    _access_responses(paths)
     return {
         "openapi": "3.1.0",
         "info": {

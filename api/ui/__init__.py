@@ -6,10 +6,13 @@
   base URL in a <meta> tag); the ES modules under /ui/assets/ draw the page from the API's JSON;
 * GET /ui/assets/<file> — the modules, the style sheet and the icon, shipped as package data;
 * GET /ui/live — server-sent events from the log's tail (api/ui/live.py);
+* GET/POST /ui/login — the login form when the server requires a read token (api/ui/login.py);
 * GET / and GET /ui — a redirect to /ui/.
 
-The dashboard is served by the same application as the API, so it has the same rules: reads need
-no token, and the server listens beyond loopback only when asked to (--allow-remote).
+The dashboard is served by the same application as the API, so it has the same rules
+(api/access.py): the Host/Origin allow-list, and the read token when one is configured (the
+pages then redirect to /ui/login, which sets a session cookie); the server listens beyond
+loopback only when asked to (--allow-remote).
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from pathlib import Path
 from aiohttp import web
 
 from api.ui.live import LiveFeed, stream_handler
+from api.ui.login import login_page, login_submit
 from api.view import DaemonView
 
 __all__ = ["ASSETS", "DEFAULT_JAEGER_URL", "FEED_KEY", "mount_dashboard"]
@@ -45,10 +49,21 @@ def render_shell(jaeger_url: str) -> bytes:
     return text.replace("{{JAEGER_URL}}", html.escape(jaeger_url.rstrip("/"), quote=True)).encode()
 
 
-def mount_dashboard(app: web.Application, view: DaemonView, *, jaeger_url: str = DEFAULT_JAEGER_URL) -> None:
-    """Add /ui/, /ui/assets/ and /ui/live to `app` (see the module docstring)."""
+def mount_dashboard(
+    app: web.Application,
+    view: DaemonView,
+    *,
+    jaeger_url: str = DEFAULT_JAEGER_URL,
+    live_idle_timeout: float = 300.0,
+    live_per_client: int = 8,
+) -> None:
+    """Add /ui/, /ui/assets/, /ui/live and /ui/login to `app` (see the module docstring); a live
+    stream ends after `live_idle_timeout` seconds without a cycle, and one remote address may hold
+    `live_per_client` streams."""
     shell = render_shell(jaeger_url)
-    feed = LiveFeed(view.event_log, folded=view.folded_seq)
+    feed = LiveFeed(
+        view.event_log, folded=view.folded_seq, idle_timeout=live_idle_timeout, per_client=live_per_client
+    )
     app[FEED_KEY] = feed
 
     async def page(request: web.Request) -> web.Response:
@@ -75,6 +90,8 @@ def mount_dashboard(app: web.Application, view: DaemonView, *, jaeger_url: str =
     r.add_get("/", to_root)
     r.add_get("/ui", to_root)
     r.add_get("/ui/live", live)
+    r.add_get("/ui/login", login_page)
+    r.add_post("/ui/login", login_submit)
     r.add_static("/ui/assets", ASSETS, append_version=False)
     r.add_get("/ui/", page)
     r.add_get("/ui/{page:.*}", page)

@@ -6,10 +6,17 @@
 has folded the cycle (`folded`), so a page that re-reads the API on it sees the cycle. Each
 subscriber has a bounded queue: a subscriber that falls behind loses its backlog and gets one
 `resync` event instead (the page then re-reads the API), so a slow or stalled browser never makes
-the server hold more than `queue_size` messages for it. A subscription ends when its browser goes
-away (the next write fails; a comment is written every `heartbeat` seconds so that happens within
-that time) or when the application shuts down (`close`). Nothing grows with time: a page left open
+the server hold more than `queue_size` messages for it. Nothing grows with time: a page left open
 for a day holds one subscription, its bounded queue and the feed's bounded table of open cycles.
+
+Slots are bounded twice: at most `max_subscribers` streams in all and `per_client` per remote
+address (one address cannot take every slot: it gets 429 past its share, everyone 503 past the
+total). HEAD answers whether a GET would be accepted (200, 429 or 503) without taking a slot. A
+subscription ends when its connection is gone (checked every `poll` seconds), when a write does
+not complete within `heartbeat` seconds (a reader that stopped reading), when no cycle was sent
+for `idle_timeout` seconds (the browser reconnects and re-reads; 0 = never), or when the
+application shuts down (`close`). A comment every `heartbeat` seconds keeps proxies from closing
+a quiet stream.
 """
 
 from __future__ import annotations
@@ -44,8 +51,9 @@ def sse_message(event: str, data: Any) -> bytes:
 class Subscription:
     """One browser's bounded queue of encoded messages (None: the feed closed)."""
 
-    def __init__(self, size: int) -> None:
+    def __init__(self, size: int, client: str = "") -> None:
         self.queue: asyncio.Queue[bytes | None] = asyncio.Queue(maxsize=size)
+        self.client = client
         self.dropped = 0
 
     def offer(self, message: bytes) -> None:
@@ -74,16 +82,23 @@ class LiveFeed:
         folded: Callable[[], int] | None = None,
         queue_size: int = 256,
         max_subscribers: int = 64,
+        per_client: int = 8,
         heartbeat: float = 15.0,
+        idle_timeout: float = 300.0,
+        poll: float = 1.0,
         batch: int = 2000,
     ) -> None:
         self.event_log = event_log
         self.folded = folded
         self.queue_size = queue_size
         self.max_subscribers = max_subscribers
+        self.per_client = per_client
         self.heartbeat = heartbeat
+        self.idle_timeout = idle_timeout
+        self.poll = poll
         self.batch = batch
         self.subscribers: set[Subscription] = set()
+        self.clients: dict[str, int] = {}  # remote address -> its open streams
         self.last_cycle: dict[str, Any] | None = None
         self._opened: OrderedDict[int, tuple[int, CycleOpened]] = OrderedDict()
         self._task: asyncio.Task[None] | None = None
@@ -93,19 +108,36 @@ class LiveFeed:
     def running(self) -> bool:
         return self._task is not None and not self._task.done()
 
-    def subscribe(self) -> Subscription | None:
-        """A new subscription (the tail starts with the first one); None when the feed is full or closed."""
+    def refusal(self, client: str) -> int:
+        """0 when `client` may open one more stream, else the status it gets (429: its own share is
+        used up; 503: the feed is full or closed)."""
         if self._closed or len(self.subscribers) >= self.max_subscribers:
+            return 503
+        if self.clients.get(client, 0) >= self.per_client:
+            return 429
+        return 0
+
+    def subscribe(self, client: str = "") -> Subscription | None:
+        """A new subscription for remote address `client` (the tail starts with the first one);
+        None when `refusal(client)` says no."""
+        if self.refusal(client):
             return None
-        sub = Subscription(self.queue_size)
+        sub = Subscription(self.queue_size, client)
         self.subscribers.add(sub)
+        self.clients[client] = self.clients.get(client, 0) + 1
         if not self.running:
             self._task = asyncio.get_running_loop().create_task(self._follow())
         return sub
 
     def unsubscribe(self, sub: Subscription) -> None:
         """Forget `sub`; the tail stops with the last subscription."""
-        self.subscribers.discard(sub)
+        if sub in self.subscribers:
+            self.subscribers.discard(sub)
+            left = self.clients.get(sub.client, 1) - 1
+            if left > 0:
+                self.clients[sub.client] = left
+            else:
+                self.clients.pop(sub.client, None)
         if not self.subscribers and self._task is not None:
             self._task.cancel()
             self._task = None
@@ -116,6 +148,7 @@ class LiveFeed:
         for sub in list(self.subscribers):
             sub.close()
         self.subscribers.clear()
+        self.clients.clear()
         if self._task is not None:
             self._task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
@@ -174,32 +207,60 @@ class LiveFeed:
             waited += poll
 
 
+_STREAM_HEADERS = {
+    "Content-Type": "text/event-stream",
+    "Cache-Control": "no-cache",
+    "X-Accel-Buffering": "no",
+}
+_RETRY_AFTER_S = 5  # a refused stream is asked to wait this long before it tries again
+_REFUSED = {
+    429: "this address has too many live dashboards open; close some or try again later",
+    503: "too many live dashboards are connected; try again later",
+}
+
+
 async def stream_handler(request: web.Request, feed: LiveFeed, hello: dict[str, Any]) -> web.StreamResponse:
-    """GET /ui/live: `hello` first, then a `cycle` event per closed cycle, until the browser leaves."""
-    sub = feed.subscribe()
-    if sub is None:
-        raise web.HTTPServiceUnavailable(text="too many live dashboards are connected; try again later")
-    resp = web.StreamResponse(
-        headers={
-            "Content-Type": "text/event-stream",
-            "Cache-Control": "no-cache",
-            "X-Accel-Buffering": "no",
-        }
-    )
+    """GET /ui/live: `hello` first, then a `cycle` event per closed cycle, until the stream ends (see
+    the module docstring); HEAD /ui/live: the status a GET would get, without a subscription."""
+    client = request.remote or ""
+    refused = feed.refusal(client)
+    if refused:
+        retry = {"Retry-After": str(_RETRY_AFTER_S)}
+        if refused == 429:
+            raise web.HTTPTooManyRequests(text=_REFUSED[429], headers=retry)
+        raise web.HTTPServiceUnavailable(text=_REFUSED[503], headers=retry)
+    if request.method == "HEAD":
+        return web.Response(headers=_STREAM_HEADERS)
+    sub = feed.subscribe(client)
+    assert sub is not None  # refusal() said yes, and nothing ran in between
+    resp = web.StreamResponse(headers=_STREAM_HEADERS)
+    loop = asyncio.get_running_loop()
     try:
         await resp.prepare(request)
-        await resp.write(b"retry: 2000\n" + sse_message("hello", hello))
-        while True:
+        await _write(resp, b"retry: 2000\n" + sse_message("hello", hello), feed.heartbeat)
+        last_sent = last_cycle = loop.time()
+        while request.transport is not None and not request.transport.is_closing():
+            now = loop.time()
+            if feed.idle_timeout and now - last_cycle >= feed.idle_timeout:
+                await _write(resp, sse_message("idle", {"after_s": feed.idle_timeout}), feed.heartbeat)
+                break
             try:
-                message = await asyncio.wait_for(sub.queue.get(), feed.heartbeat)
+                message = await asyncio.wait_for(sub.queue.get(), feed.poll)
             except TimeoutError:
-                await resp.write(b": keep-alive\n\n")
+                if loop.time() - last_sent >= feed.heartbeat:
+                    await _write(resp, b": keep-alive\n\n", feed.heartbeat)
+                    last_sent = loop.time()
                 continue
             if message is None:
                 break
-            await resp.write(message)
-    except (ConnectionError, RuntimeError):  # the browser went away (closing transport)
+            await _write(resp, message, feed.heartbeat)
+            last_sent = last_cycle = loop.time()
+    except (ConnectionError, RuntimeError, TimeoutError):  # gone, closing, or not reading any more
         pass
     finally:
         feed.unsubscribe(sub)
     return resp
+
+
+async def _write(resp: web.StreamResponse, data: bytes, timeout: float) -> None:
+    await asyncio.wait_for(resp.write(data), timeout)

@@ -74,6 +74,27 @@ def add_parser(sub: Any) -> None:
     )
     r.add_argument("--allow-remote", action="store_true", default=None, help="allow --listen beyond loopback")
     r.add_argument(
+        "--allowed-host",
+        dest="allowed_hosts",
+        action="append",
+        metavar="NAME[:PORT]",
+        help="a Host name the API answers to besides localhost, loopback and the listen address "
+        "(repeatable; replaces FUMAROLE_ALLOWED_HOSTS; '*' = any, no DNS-rebinding protection)",
+    )
+    r.add_argument(
+        "--read-token",
+        dest="read_token_file",
+        metavar="FILE",
+        help="require the token in FILE's first line for every read (Bearer, or the dashboard's login); "
+        "or FUMAROLE_READ_TOKEN",
+    )
+    r.add_argument(
+        "--require-read-token",
+        action="store_true",
+        default=None,
+        help="refuse to start without a read token",
+    )
+    r.add_argument(
         "--no-api", dest="api", action="store_false", default=None, help="do not serve the REST API"
     )
     r.add_argument(
@@ -125,6 +146,9 @@ def cmd_run(args: argparse.Namespace) -> int:
             "kubeconfig",
             "listen",
             "allow_remote",
+            "allowed_hosts",
+            "read_token_file",
+            "require_read_token",
             "api",
             "serve",
             "schedule_period",

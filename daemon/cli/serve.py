@@ -47,6 +47,34 @@ def add_parser(sub: Any) -> None:
     )
     s.add_argument("--allow-remote", action="store_true", help="allow --listen beyond loopback")
     s.add_argument(
+        "--allowed-host",
+        dest="allowed_hosts",
+        action="append",
+        metavar="NAME[:PORT]",
+        help="a Host name to answer to besides localhost, loopback and the listen address (repeatable; "
+        "default $FUMAROLE_ALLOWED_HOSTS, comma-separated; '*' = any, no DNS-rebinding protection)",
+    )
+    s.add_argument(
+        "--read-token",
+        dest="read_token_file",
+        metavar="FILE",
+        help="require the token in FILE's first line for every read (default $FUMAROLE_READ_TOKEN_FILE, "
+        "or the token itself in $FUMAROLE_READ_TOKEN)",
+    )
+    s.add_argument("--require-read-token", action="store_true", help="refuse to start without a read token")
+    s.add_argument(
+        "--live-idle-timeout",
+        type=float,
+        metavar="SECONDS",
+        help="end a dashboard's live stream after this long without a cycle (default 300; 0 = never)",
+    )
+    s.add_argument(
+        "--live-per-client",
+        type=int,
+        metavar="N",
+        help="live streams one remote address may hold (default 8)",
+    )
+    s.add_argument(
         "--workers",
         type=int,
         default=1,
@@ -79,6 +107,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     from store.log import LogError
 
     try:
+        options = _access_options(args, os.environ)
         host, port = split_listen(args.listen)
         if args.jaeger_url is not None:
             jaeger_url = check_jaeger_url(args.jaeger_url, "--jaeger-url")
@@ -94,6 +123,13 @@ def cmd_serve(args: argparse.Namespace) -> int:
         )
     if args.workers < 1:
         return bad_input(f"--workers must be at least 1, got {args.workers}")
+    if not options["read_token"] and not is_loopback(host) and not args.worker_of:
+        print(
+            f"fumarole: warning: --listen {args.listen} is beyond loopback and every read is open to "
+            "whoever reaches it; pass --read-token FILE (or set FUMAROLE_READ_TOKEN) to require a token",
+            file=sys.stderr,
+            flush=True,
+        )
     from daemon.cli.eventlog import existing_db
 
     try:
@@ -101,7 +137,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     except InputError as e:
         return bad_input(str(e))
     if args.workers > 1 and not args.worker_of:
-        return _supervise(args.db, host, port, args.workers, jaeger_url)
+        return _supervise(args.db, host, port, args.workers, jaeger_url, _worker_args(args, options))
     from daemon.runtime.listen import ListenError, bind_listen
 
     sock = None
@@ -111,7 +147,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         except ListenError as e:
             return bad_input(str(e))
     try:
-        anyio.run(_serve, args.db, host, port, args.worker_of, sock, jaeger_url)
+        anyio.run(_serve, args.db, host, port, args.worker_of, sock, jaeger_url, options)
     except LogError as e:
         return bad_input(str(e))
     except OSError as e:
@@ -130,6 +166,7 @@ async def _serve(
     worker_of: int = 0,
     sock: socket.socket | None = None,
     jaeger_url: str = "http://localhost:16686",
+    options: dict[str, Any] | None = None,
 ) -> None:
     """One server process: the whole API over its own projection of the log.  A worker
     (`worker_of` = the supervisor's pid) listens with SO_REUSEPORT, tells the supervisor it is
@@ -147,8 +184,21 @@ async def _serve(
 
     if worker_of:
         signal.signal(signal.SIGINT, signal.SIG_IGN)  # a terminal's ^C reaches the supervisor too
+    from api.access import Access
+
+    o = options or {}
+    access = Access(
+        listen_host=host, allowed_hosts=o.get("allowed_hosts", ()), read_token=o.get("read_token", "")
+    )
     view = await ReadOnlyView.open(db, warm=True)
-    app = build_app(view, worker=str(os.getpid()), jaeger_url=jaeger_url)
+    app = build_app(
+        view,
+        worker=str(os.getpid()),
+        jaeger_url=jaeger_url,
+        access=access,
+        live_idle_timeout=o.get("live_idle_timeout", 300.0),
+        live_per_client=o.get("live_per_client", 8),
+    )
     runner = web.AppRunner(app, access_log=None)
     try:
         await runner.setup()
@@ -191,6 +241,58 @@ async def _watch_parent(parent: int, scope: Any, poll: float = 1.0) -> None:
     scope.cancel()
 
 
+def _access_options(args: argparse.Namespace, env: Any) -> dict[str, Any]:
+    """The allowed hosts, the read token and the live feed's bounds from the flags, else the
+    FUMAROLE_* environment (as `fumarole run` names them); SettingsError names what is wrong."""
+    from daemon.runtime.settings import (
+        Settings,
+        SettingsError,
+        check_allowed_hosts,
+        check_live,
+        read_token,
+    )
+
+    if args.allowed_hosts is not None:
+        hosts = check_allowed_hosts(tuple(args.allowed_hosts), "--allowed-host")
+    else:
+        raw = env.get("FUMAROLE_ALLOWED_HOSTS", "")
+        hosts = check_allowed_hosts(
+            tuple(h.strip() for h in raw.split(",") if h.strip()), "FUMAROLE_ALLOWED_HOSTS"
+        )
+    token_file = args.read_token_file or env.get("FUMAROLE_READ_TOKEN_FILE", "")
+    token_env = "" if args.read_token_file else env.get("FUMAROLE_READ_TOKEN", "")
+    where = "--read-token" if args.read_token_file else "FUMAROLE_READ_TOKEN_FILE"
+    token = read_token(Settings(read_token=token_env, read_token_file=token_file), where)
+    if args.require_read_token and not token:
+        raise SettingsError(
+            "--require-read-token: no read token is configured (--read-token FILE or FUMAROLE_READ_TOKEN)"
+        )
+    idle = args.live_idle_timeout if args.live_idle_timeout is not None else 300.0
+    per_client = args.live_per_client if args.live_per_client is not None else 8
+    check_live(idle, per_client, "--")
+    return {
+        "allowed_hosts": hosts,
+        "read_token": token,
+        "read_token_file": token_file,
+        "live_idle_timeout": idle,
+        "live_per_client": per_client,
+    }
+
+
+def _worker_args(args: argparse.Namespace, options: dict[str, Any]) -> list[str]:
+    """The same options for a worker's command line (the token file's name, never the token)."""
+    out: list[str] = []
+    for h in options["allowed_hosts"]:
+        out += ["--allowed-host", h]
+    if options["read_token_file"]:
+        out += ["--read-token", options["read_token_file"]]  # else FUMAROLE_READ_TOKEN is inherited
+    if args.require_read_token:
+        out.append("--require-read-token")
+    out += ["--live-idle-timeout", str(options["live_idle_timeout"])]
+    out += ["--live-per-client", str(options["live_per_client"])]
+    return out
+
+
 # ----------------------------------------------------------------------------- serve --workers N
 
 
@@ -224,7 +326,7 @@ def _describe_exit(rc: int) -> str:
     return f"exited with code {rc}"
 
 
-def _supervise(db: str, host: str, port: int, workers: int, jaeger_url: str) -> int:
+def _supervise(db: str, host: str, port: int, workers: int, jaeger_url: str, extra: list[str]) -> int:
     """`fumarole serve --workers N`: start N workers on one SO_REUSEPORT port, announce the address
     once all are ready, forward SIGTERM/SIGINT (exit 0 once they stopped); a worker that exits on its
     own stops the others (exit 1; 2 when a worker refused its input during start-up)."""
@@ -251,7 +353,7 @@ def _supervise(db: str, host: str, port: int, workers: int, jaeger_url: str) -> 
     previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGTERM, signal.SIGINT)}
     cmd = [sys.executable, "-m", "daemon.cli", "serve", "--db", db, "--listen", listen]
     cmd += ["--allow-remote", "--worker-of", str(os.getpid())]  # the supervisor checked --listen
-    cmd += ["--jaeger-url", jaeger_url]
+    cmd += ["--jaeger-url", jaeger_url, *extra]
     procs: list[subprocess.Popen[bytes]] = []
     sel = selectors.DefaultSelector()
     try:

@@ -292,7 +292,7 @@ class Service:
 
         view = await ReadOnlyView.open(self.settings.db, freeze_gc=False)
         tg.start_soon(view.follow)
-        app = build_app(view, token=self.settings.api_token, max_body_bytes=self.settings.max_body_bytes)
+        app = build_app(view, **self._api_options())
         runner = web.AppRunner(app, access_log=None)
         await runner.setup()
         await web.SockSite(runner, sock.dup()).start()
@@ -329,6 +329,30 @@ class Service:
             await adapter.connect()
         except KubeSetupError as e:
             raise ServiceError(f"--adapter {self.settings.adapter}: {e}") from None
+
+    def _api_options(self) -> dict[str, Any]:
+        """build_app's keyword arguments from the settings: tokens, access rules, live-feed bounds."""
+        from api.access import Access
+        from daemon.runtime.settings import is_loopback, read_token
+
+        s = self.settings
+        host, _ = split_listen(s.listen)
+        token = read_token(s)
+        if not token and not is_loopback(host):
+            log.warning(
+                "the REST API listens on %s beyond loopback and every read is open to whoever reaches it: "
+                "set read_token_file (--read-token FILE) or FUMAROLE_READ_TOKEN to require a token, "
+                "and require_read_token to refuse to start without one",
+                s.listen,
+            )
+        return {
+            "token": s.api_token,
+            "max_body_bytes": s.max_body_bytes,
+            "jaeger_url": s.jaeger_url,
+            "access": Access(listen_host=host, allowed_hosts=s.allowed_hosts, read_token=token),
+            "live_idle_timeout": s.live_idle_timeout,
+            "live_per_client": s.live_per_client,
+        }
 
     def _bind_api(self) -> socket.socket:
         try:
@@ -593,12 +617,7 @@ class Service:
         from daemon.runtime.api_view import LiveView
 
         view = LiveView(self, event_log, projection, writer)
-        app = build_app(
-            view,
-            token=self.settings.api_token,
-            max_body_bytes=self.settings.max_body_bytes,
-            jaeger_url=self.settings.jaeger_url,
-        )
+        app = build_app(view, **self._api_options())
         runner = web.AppRunner(app, access_log=None)
         await runner.setup()
         site = web.SockSite(runner, sock)  # bound during the start-up checks (daemon/runtime/listen.py)

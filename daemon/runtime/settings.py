@@ -31,6 +31,10 @@ class Settings(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     workload: str = ""  # simulator: workload file ("" = bundled sample)
     listen: str = "127.0.0.1:8321"
     allow_remote: bool = False  # listening beyond loopback must be asked for
+    allowed_hosts: tuple[str, ...] = ()  # Host names the API answers to besides loopback/localhost/listen
+    read_token: str = ""  # bearer token every read needs ("" = reads open; FUMAROLE_READ_TOKEN)
+    read_token_file: str = ""  # or: a file whose first line is that token (flag --read-token FILE)
+    require_read_token: bool = False  # refuse to start without a read token
     serve: bool = False  # keep running (serving the API) after the simulated workload drained
     api: bool = True  # serve the REST API at all
     schedule_period: float = 1.0  # seconds between cycles (virtual seconds with the simulator)
@@ -39,6 +43,10 @@ class Settings(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     api_token: str = ""  # bearer token for write endpoints ("" = writes refused)
     max_body_bytes: int = 1_048_576
     jaeger_url: str = "http://localhost:16686"  # the dashboard's cycle pages link to {jaeger_url}/trace/<id>
+    live_idle_timeout: float = (
+        300.0  # seconds a dashboard's live stream may go without a cycle (0 = no limit)
+    )
+    live_per_client: int = 8  # live streams one remote address may hold
     log_level: Literal["debug", "info", "warning", "error"] = "info"
     log_format: Literal["json", "text"] = "text"
     progress_every: float = 1.0  # wall seconds between progress lines
@@ -160,8 +168,46 @@ def check_jaeger_url(url: str, where: str = "jaeger_url") -> str:
     return url.strip().rstrip("/")
 
 
+def read_token(s: Settings, where: str = "read_token_file") -> str:
+    """The read token the settings configure ("" = none): `read_token`, or the first line of
+    `read_token_file`; SettingsError for both, an unreadable file or a token too short."""
+    from api.access import AccessError, read_token_from
+
+    try:
+        return read_token_from(s.read_token, s.read_token_file, where=where)
+    except AccessError as e:
+        raise SettingsError(str(e)) from None
+
+
+def check_live(idle_timeout: float, per_client: int, prefix: str = "") -> None:
+    """The live feed's bounds: `live_idle_timeout` (0 or at least 1 s), `live_per_client` (at least 1)."""
+    if idle_timeout != 0 and not 1 <= idle_timeout <= 86_400:
+        raise SettingsError(
+            f"{prefix}live_idle_timeout: must be 0 (no limit) or 1 to 86400 seconds, got {idle_timeout}"
+        )
+    if per_client < 1:
+        raise SettingsError(f"{prefix}live_per_client: must be at least 1, got {per_client}")
+
+
+def check_allowed_hosts(hosts: tuple[str, ...], where: str = "allowed_hosts") -> tuple[str, ...]:
+    from api.access import AccessError, check_allowed_host
+
+    try:
+        return tuple(check_allowed_host(h, where) for h in hosts)
+    except AccessError as e:
+        raise SettingsError(str(e)) from None
+
+
 def check_settings(s: Settings) -> None:
     check_jaeger_url(s.jaeger_url)
+    check_allowed_hosts(s.allowed_hosts)
+    check_live(s.live_idle_timeout, s.live_per_client)
+    if s.require_read_token and not read_token(s):
+        raise SettingsError(
+            "require_read_token: no read token is configured (set read_token_file, flag --read-token FILE, "
+            "or FUMAROLE_READ_TOKEN)"
+        )
+    read_token(s)
     if s.db and not s.db.startswith(("postgresql://", "postgres://")):
         raise SettingsError(
             f"db: {s.db!r} is not a postgresql:// URL (the SQLite log lives in data_dir; leave db empty)"

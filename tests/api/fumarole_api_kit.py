@@ -137,14 +137,16 @@ def child_env() -> dict[str, str]:
     return e
 
 
-def start_serve(db: Path) -> tuple[subprocess.Popen[str], str]:
-    """`fumarole serve --db db --listen 127.0.0.1:0`; returns the process and its base URL."""
+def start_serve(
+    db: Path, *extra: str, listen: str = "127.0.0.1:0", env: dict[str, str] | None = None
+) -> tuple[subprocess.Popen[str], str]:
+    """`fumarole serve --db db --listen 127.0.0.1:0 [extra...]`; returns the process and its base URL."""
     proc = subprocess.Popen(
-        [FUMAROLE, "serve", "--db", str(db), "--listen", "127.0.0.1:0"],
+        [FUMAROLE, "serve", "--db", str(db), "--listen", listen, *extra],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
-        env=child_env(),
+        env={**child_env(), **(env or {})},
     )
     return proc, wait_for_url(proc)
 

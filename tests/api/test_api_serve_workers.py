@@ -162,3 +162,36 @@ def test_a_worker_refusing_the_log_makes_the_supervisor_exit_2(tmp_path: Path) -
     assert rc == 2
     assert "REST API on" not in out
     assert "during start-up; stopping the other workers" in err
+
+
+def test_workers_get_the_access_options_but_never_the_token(history: Path, tmp_path: Path) -> None:
+    """The supervisor hands each worker the allowed hosts and the read token's file name; the token
+    itself is on no command line."""
+    token = "workers-read-token-0123456789"
+    f = tmp_path / "read-token"
+    f.write_text(token + "\n")
+    proc = _start(history, "--workers", "2", "--read-token", str(f), "--allowed-host", "serve.test")
+    try:
+        url = wait_for_url(proc)
+        workers = _children(proc.pid)
+        assert len(workers) == 2
+        for pid in (proc.pid, *workers):
+            assert token not in Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace")
+        seen: set[int] = set()
+        for _ in range(200):  # every worker asks for the token and answers with it
+            with pytest.raises(urllib.error.HTTPError) as err:
+                urllib.request.urlopen(f"{url}/v1/queues", timeout=10)
+            assert err.value.code == 401
+            req = urllib.request.Request(
+                f"{url}/healthz", headers={"Host": f"serve.test:{url.rsplit(':', 1)[1]}"}
+            )
+            with urllib.request.urlopen(req, timeout=10) as resp:
+                seen.add(int(resp.headers[WORKER_HEADER]))
+            if seen == workers:
+                break
+        assert seen == workers
+        req = urllib.request.Request(f"{url}/v1/queues", headers={"Authorization": f"Bearer {token}"})
+        with urllib.request.urlopen(req, timeout=10) as resp:
+            assert resp.status == 200
+    finally:
+        assert stop(proc) == 0

@@ -55,7 +55,7 @@ def test_the_deployment_runs_two_electing_replicas_with_probes_and_the_conf() ->
     assert pod["serviceAccountName"] == "fumarole"
     c = pod["containers"][0]
     assert c["args"][:3] == ["run", "--adapter", "kubernetes"]
-    env = {e["name"]: e["value"] for e in c["env"]}
+    env = {e["name"]: e.get("value") for e in c["env"]}
     assert env["FUMAROLE_LEADER_ELECT"] == "true" and "OTEL_EXPORTER_OTLP_ENDPOINT" in env
     assert c["livenessProbe"]["httpGet"]["path"] == "/healthz"
     assert c["readinessProbe"]["httpGet"]["path"] == "/readyz"
@@ -69,3 +69,29 @@ def test_the_deployment_runs_two_electing_replicas_with_probes_and_the_conf() ->
         text, "configmap", strict=True
     )  # Volcano's default configuration, valid for the daemon
     assert docs["Service/fumarole"]["spec"]["ports"][0]["port"] == 8321
+
+
+def test_the_probes_and_the_service_names_pass_the_host_allow_list() -> None:
+    """kubelet probes a pod as http://<pod IP>:8321 (Host: <pod IP>:8321); in-cluster clients use the
+    Service's names: the access rules the Deployment configures answer both, and no other name."""
+    from api.access import Access
+    from daemon.runtime.settings import load_settings, split_listen
+
+    c = _docs()["Deployment/fumarole"]["spec"]["template"]["spec"]["containers"][0]
+    env = {e["name"]: e["value"] for e in c["env"] if "value" in e}
+    image = (DEPLOY.parent / "container" / "Containerfile").read_text()
+    env["FUMAROLE_LISTEN"] = image.split("FUMAROLE_LISTEN=", 1)[1].split()[0]
+    env["FUMAROLE_ALLOW_REMOTE"] = "true"
+    s = load_settings(env=env)
+    access = Access(listen_host=split_listen(s.listen)[0], allowed_hosts=s.allowed_hosts)
+    for host in ("10.244.3.7:8321", "[fd00:10:244::7]:8321", "127.0.0.1:8321", "localhost:8321"):
+        assert access.host_allowed(host), host
+    for host in ("fumarole:8321", "fumarole.fumarole-system.svc.cluster.local:8321"):
+        assert access.host_allowed(host), host
+    assert not access.host_allowed("rebind.attacker.example:8321")
+    token = next(e for e in c["env"] if e["name"] == "FUMAROLE_READ_TOKEN")
+    assert token["valueFrom"]["secretKeyRef"]["optional"] is True  # the pods start without the Secret
+    assert {c["livenessProbe"]["httpGet"]["path"], c["readinessProbe"]["httpGet"]["path"]} <= {
+        "/healthz",
+        "/readyz",
+    }  # the routes that never need the read token

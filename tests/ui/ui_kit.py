@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import os
 import shutil
+import socket
 import subprocess
 import tempfile
 import threading
@@ -53,8 +54,9 @@ def require_chromium() -> None:
 
 
 @contextmanager
-def browser() -> Iterator[Any]:
-    """Headless Debian Chromium with a fresh profile (never a downloaded browser)."""
+def browser(extra_args: tuple[str, ...] = ()) -> Iterator[Any]:
+    """Headless Debian Chromium with a fresh profile (never a downloaded browser); `extra_args` are
+    more command-line switches (e.g. --host-resolver-rules to play a DNS-rebinding attacker)."""
     require_chromium()
     from playwright.sync_api import sync_playwright
 
@@ -65,7 +67,7 @@ def browser() -> Iterator[Any]:
                 profile,
                 executable_path=CHROMIUM,
                 headless=True,
-                args=CHROMIUM_ARGS,
+                args=[*CHROMIUM_ARGS, *extra_args],
                 viewport={"width": 1280, "height": 860},
             )
             try:
@@ -102,6 +104,39 @@ class PageWatch:
         if os.environ.get("FUMAROLE_UPDATE_SCREENSHOTS") == "1":
             SCREENSHOTS.mkdir(parents=True, exist_ok=True)
             self.page.screenshot(path=str(SCREENSHOTS / f"ui-{name}.png"))
+
+
+# ----------------------------------------------------------------------------- raw live-feed clients
+
+
+def live_request(
+    port: int, method: str = "GET", source: str = "127.0.0.1"
+) -> tuple[socket.socket, int, bytes]:
+    """A connection from loopback address `source` to the server on `port`, one `method /ui/live` on it:
+    (the socket, the response's status, its header block). Any 127.x.y.z address works as `source`,
+    so one machine plays many clients."""
+    s = socket.create_connection(("127.0.0.1", port), timeout=20, source_address=(source, 0))
+    s.sendall(
+        f"{method} /ui/live HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nAccept: text/event-stream\r\n\r\n".encode()
+    )
+    head = b""
+    while b"\r\n\r\n" not in head:
+        chunk = s.recv(4096)
+        if not chunk:
+            break
+        head += chunk
+    status = int(head.split(b" ", 2)[1]) if head else 0
+    return s, status, head
+
+
+def read_hello(s: socket.socket, head: bytes = b"") -> bytes:
+    """Read a stream until its `hello` event (the GET was accepted and subscribed)."""
+    data = head
+    while b"event: hello" not in data:
+        chunk = s.recv(4096)
+        assert chunk, data
+        data += chunk
+    return data
 
 
 # ----------------------------------------------------------------------------- the daemon's workload

@@ -142,20 +142,50 @@ function scheduleRefresh() {
 }
 
 // ---------------------------------------------------------------- live feed
+// One EventSource at a time. When it fails (the server stopped or restarted, the stream ended, or
+// the server answered 401/429/503, after which an EventSource gives up for good) it is closed and
+// opened again after a backoff: 1 s doubling up to 30 s, with jitter, or the server's Retry-After.
+// Before each new attempt a HEAD /ui/live (which takes no slot on the server) tells whether a
+// stream would be accepted; 401 means the session ended: the browser goes to log in again. Each
+// `hello` carries the server's last cycle: the page catches up on the cycles it missed
+// (page.catchUp, which re-reads them from the REST API), or, after a reconnection, re-reads the API.
+
+const BACKOFF_MIN_MS = 1000;
+const BACKOFF_MAX_MS = 30000;
+let source = null;
+let backoff = BACKOFF_MIN_MS;
+let retryTimer = null;
+let connectedOnce = false;
+
+function setStatus(text, state) {
+  status.textContent = text;
+  status.dataset.state = state;
+}
+
+function caughtUp(lastServerCycle, reconnected) {
+  const page = current?.page;
+  const warn = (err) => { if (err.name !== "AbortError") console.warn("catching up failed:", err.message || err); };
+  if (page?.catchUp) page.catchUp(lastServerCycle).catch(warn);
+  else if (reconnected && page?.resync) page.resync().catch(warn);
+  else if (reconnected) scheduleRefresh();
+}
 
 function connect() {
-  const source = new EventSource("/ui/live");
+  retryTimer = null;
+  source = new EventSource("/ui/live");
   source.addEventListener("hello", (e) => {
     const hello = JSON.parse(e.data);
+    const reconnected = connectedOnce;
+    connectedOnce = true;
+    backoff = BACKOFF_MIN_MS;
     lastCycle = hello.last_cycle;
-    status.textContent = `live · cycle ${lastCycle}`;
-    status.dataset.state = "live";
+    setStatus(`live · cycle ${lastCycle}`, "live");
+    caughtUp(lastCycle, reconnected);
   });
   source.addEventListener("cycle", (e) => {
     const row = JSON.parse(e.data);
     lastCycle = Math.max(lastCycle, row.cycle);
-    status.textContent = `live · cycle ${lastCycle}`;
-    status.dataset.state = "live";
+    setStatus(`live · cycle ${lastCycle}`, "live");
     current?.page?.onCycle?.(row);
     scheduleRefresh();
   });
@@ -165,10 +195,39 @@ function connect() {
     else scheduleRefresh();
   });
   source.addEventListener("error", () => {
-    status.textContent = "reconnecting…";
-    status.dataset.state = "down";
+    source?.close();
+    source = null;
+    scheduleReconnect();
   });
-  return source;
+}
+
+function scheduleReconnect(atLeastMs = 0) {
+  if (retryTimer) return;
+  const delay = Math.max(atLeastMs, backoff * (0.75 + Math.random() * 0.5));
+  backoff = Math.min(BACKOFF_MAX_MS, backoff * 2);
+  setStatus(`reconnecting in ${Math.max(1, Math.round(delay / 1000))} s…`, "down");
+  retryTimer = setTimeout(probe, delay);
+}
+
+async function probe() {
+  retryTimer = null;
+  let resp;
+  try {
+    resp = await fetch("/ui/live", { method: "HEAD", cache: "no-store" });
+  } catch {
+    scheduleReconnect(); // the server is not there (yet)
+    return;
+  }
+  if (resp.status === 401) {
+    location.assign(`/ui/login?next=${encodeURIComponent(location.pathname + location.search)}`);
+    return;
+  }
+  if (!resp.ok) {
+    const after = Number(resp.headers.get("Retry-After"));
+    scheduleReconnect(Number.isFinite(after) && after > 0 ? after * 1000 : 0);
+    return;
+  }
+  connect();
 }
 
 document.addEventListener("click", (e) => {

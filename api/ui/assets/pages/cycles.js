@@ -47,21 +47,54 @@ export async function render(main, ctx) {
           el("td", {}, r.trace_id ? el("a", { href: traceHref(ctx.config, r.trace_id), rel: "noopener", target: "_blank", text: "Jaeger", class: "trace" }) : "–"))))));
   }
 
+  // the rows and `more`, one per cycle, in cycle order, the last KEEP (rows that arrived from the
+  // live feed while the page re-read the API stay: they may be newer than what it read)
+  function merge(more) {
+    const byCycle = new Map(rows.map((r) => [r.cycle, r]));
+    for (const r of more) if (r.closed) byCycle.set(r.cycle, r);
+    rows = [...byCycle.values()].sort((a, b) => a.cycle - b.cycle).slice(-KEEP);
+    if (!frame) frame = requestAnimationFrame(draw);
+  }
+
+  // the cycles the log holds after row `after` (from the REST API, page by page, at most KEEP and a page)
+  async function readAfter(after) {
+    const missed = [];
+    let since = after.seq + 1;
+    while (since && missed.length <= KEEP) {
+      const page = await getJSON(`/v1/cycles?since=${since}&limit=${KEEP}`, ctx.signal);
+      missed.push(...page.items);
+      since = page.next_since;
+    }
+    merge(missed);
+  }
+
+  function warn(err) {
+    if (err.name !== "AbortError") console.warn("re-reading missed cycles failed:", err.message || err);
+  }
+
   fill(main, heading("Cycles"), charts, table);
   draw();
   return {
     onCycle(row) {
-      if (!row.closed || (rows.length && row.cycle <= rows[rows.length - 1].cycle)) return;
+      const last = rows[rows.length - 1];
+      if (!row.closed || (last && row.cycle <= last.cycle)) return;
       rows.push(row);
       if (rows.length > KEEP) rows = rows.slice(-KEEP);
       if (!frame) frame = requestAnimationFrame(draw);
+      // a cycle number skipped: the feed lost some (it started, or was dropped, in between): re-read them
+      if (last && row.cycle > last.cycle + KEEP) this.resync().catch(warn);
+      else if (last && row.cycle > last.cycle + 1) readAfter(last).catch(warn);
     },
     async resync() {
-      const fetched = (await getJSON(`/v1/cycles?latest=${KEEP}`, ctx.signal)).items.filter((r) => r.closed);
-      // cycles that arrived while the page re-read stay (they may be newer than what it read)
-      const last = fetched.length ? fetched[fetched.length - 1].cycle : 0;
-      rows = [...fetched, ...rows.filter((r) => r.cycle > last)].slice(-KEEP);
-      if (!frame) frame = requestAnimationFrame(draw);
+      merge((await getJSON(`/v1/cycles?latest=${KEEP}`, ctx.signal)).items);
+    },
+    // the live feed (re)connected and the server's newest cycle is `serverCycle`: read the cycles this
+    // page missed from the REST API, from the log position after the last one it shows
+    async catchUp(serverCycle) {
+      const last = rows[rows.length - 1];
+      if (last && last.cycle >= serverCycle) return;
+      if (!last || serverCycle - last.cycle > KEEP) return this.resync();
+      return readAfter(last);
     },
     destroy() { if (frame) cancelAnimationFrame(frame); },
   };
