@@ -156,7 +156,6 @@ class KubernetesCluster:
                 retry_period=max(0.2, self.lease.duration / 7.5),
             )
         self._source = KubeSource(api, self.scheduler_names)
-        self._source.prefetch()  # the listing is served while the daemon opens its log
         self._sink = KubeSink(
             api,
             scheduler_name=self.scheduler_names[0] if self.scheduler_names else "volcano",
@@ -227,8 +226,6 @@ class KubernetesCluster:
         await self.elector.run()
 
     async def close(self) -> None:
-        if self._source is not None:
-            await self._source.close()
         if self._sink is not None:
             log.info("%s", self._sink.summary())
         if self._api is not None:

@@ -18,7 +18,6 @@ resourceVersion, see `objects`), so a change the log already has is never folded
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import logging
 import time
@@ -62,10 +61,6 @@ def _newer(a: str, b: str) -> bool:
     return a.isdigit() and b.isdigit() and int(a) > int(b)
 
 
-PREFETCH_FRESH_S = 5.0
-"""How long a listing fetched ahead (`KubeSource.prefetch`) may wait for its reconciliation."""
-
-
 class _Expired(Exception):
     """The watch's resourceVersion is too old (410 Gone): relist."""
 
@@ -92,7 +87,6 @@ class KubeSource:
         self.resource_versions: dict[str, str] = {}
         self.relists: Counter[str] = Counter()
         self.reconnects: Counter[str] = Counter()
-        self._prefetched: asyncio.Task[tuple[float, list[tuple[list[dict[str, Any]], str]]]] | None = None
 
     # ------------------------------------------------------------------ restart
     def resume(self, facts: Iterable[EventBase]) -> None:
@@ -154,49 +148,12 @@ class KubeSource:
         self.resource_versions[kind.name] = str(resource_version or "")
         return events, keys
 
-    def prefetch(self) -> None:
-        """Start fetching every kind now, for the next `list_all` (the daemon opens its log and
-        starts its REST API meanwhile, and the server serves the listing as it does: at start-up
-        the listing no longer waits for them).  The fetched objects are reconciled by `list_all`,
-        after `resume`, so what is logged is the same as when fetched there.  A listing that has
-        waited more than `PREFETCH_FRESH_S` since it was fetched (a standby of a shared log that
-        leads later) is dropped and fetched again."""
-        if self._prefetched is None:
-            self._prefetched = asyncio.ensure_future(self._fetch_all_timed())
-
-    async def close(self) -> None:
-        """Drop a prefetched listing nobody asked for (the daemon stopped before its first)."""
-        task, self._prefetched = self._prefetched, None
-        if task is not None and not task.done():
-            task.cancel()
-        if task is not None:
-            with contextlib.suppress(BaseException):
-                await task
-
-    async def _fetch_all(self) -> list[tuple[list[dict[str, Any]], str]]:
-        return list(await asyncio.gather(*(self.fetch_kind(kind) for kind in KINDS)))
-
-    async def _fetch_all_timed(self) -> tuple[float, list[tuple[list[dict[str, Any]], str]]]:
-        fetched = await self._fetch_all()
-        return time.monotonic(), fetched
-
-    async def _take_prefetched(self) -> list[tuple[list[dict[str, Any]], str]] | None:
-        task, self._prefetched = self._prefetched, None
-        if task is None:
-            return None
-        try:
-            at, fetched = await task
-        except Exception:  # fetched again by the caller: an error that lasts is raised from there
-            return None
-        return fetched if time.monotonic() - at <= PREFETCH_FRESH_S else None
-
     async def list_all(self) -> tuple[list[ObservedEvent], list[str | None]]:
         """Every kind listed and reconciled; framed by Resync markers when the log has no listing yet.
 
         The kinds are fetched at once (the server serves the pods while the nodes are decoded)
-        and reconciled in `KINDS` order, so the events come out as when listed one by one.  The
-        first call takes the listing `prefetch` started, if any."""
-        fetched = await self._take_prefetched() or await self._fetch_all()
+        and reconciled in `KINDS` order, so the events come out as when listed one by one."""
+        fetched = await asyncio.gather(*(self.fetch_kind(kind) for kind in KINDS))
         events: list[ObservedEvent] = []
         keys: list[str | None] = []
         for kind, (items, resource_version) in zip(KINDS, fetched, strict=True):
