@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import resource
 import shutil
 import sqlite3
@@ -130,6 +131,10 @@ def test_a_damaged_row_is_named_by_every_command_that_reads_it(finished: Path, t
         head = f"fumarole: error: {db}: event log row seq={seq} cannot be decoded: "
         assert last.startswith(head), p.stderr
         assert "UnicodeDecodeError" in last, last
+        if argv[0] == "replay":
+            assert re.search(
+                r"; replay stopped: \d+ of \d+ cycle\(s\) verified before it \(\d+ identical\)", last
+            )
     # `events` printed every row before the damaged one
     out = _cli("events", "--db", str(db)).stdout.splitlines()
     assert [json.loads(line)["seq"] for line in out] == list(range(1, seq))
