@@ -46,6 +46,9 @@ CONTAINER_LISTS = ("containers", "initContainers", "ephemeralContainers")
 DROPPED_CONTAINER_FIELDS = ("args", "command", "livenessProbe", "readinessProbe", "startupProbe", "lifecycle")
 DROPPED_ANNOTATIONS = ("kubectl.kubernetes.io/last-applied-configuration",)
 
+_DROP_FIELDS = frozenset(DROPPED_CONTAINER_FIELDS)
+_DROP_ANNOTATIONS = frozenset(DROPPED_ANNOTATIONS)
+
 E = TypeVar("E")
 
 
@@ -53,18 +56,18 @@ def redact_pod(manifest: dict[str, Any]) -> dict[str, Any]:
     """The pod manifest as logged (see the module notes); `manifest` itself is never changed."""
     out: dict[str, Any] | None = None
     spec = manifest.get("spec")
-    if isinstance(spec, Mapping):
+    if spec.__class__ is dict:
         new_spec = _spec(spec)
         if new_spec is not spec:
             out = dict(manifest)
             out["spec"] = new_spec
     meta = manifest.get("metadata")
-    if isinstance(meta, Mapping):
+    if meta.__class__ is dict:
         ann = meta.get("annotations")
-        if isinstance(ann, Mapping) and any(k in ann for k in DROPPED_ANNOTATIONS):
+        if ann.__class__ is dict and not _DROP_ANNOTATIONS.isdisjoint(ann):
             if out is None:
                 out = dict(manifest)
-            kept = {k: v for k, v in ann.items() if k not in DROPPED_ANNOTATIONS}
+            kept = {k: v for k, v in ann.items() if k not in _DROP_ANNOTATIONS}
             out["metadata"] = {**meta, "annotations": kept}
     return manifest if out is None else out
 
@@ -78,12 +81,17 @@ def redact_event(event: E) -> E:
     return event
 
 
-def _spec(spec: Mapping[str, Any]) -> Mapping[str, Any]:
+def _spec(spec: dict[str, Any]) -> dict[str, Any]:
     out: dict[str, Any] | None = None
     for key in CONTAINER_LISTS:
         cs = spec.get(key)
-        if not isinstance(cs, list):
+        if cs is None or cs.__class__ is not list:
             continue
+        for c in cs:
+            if c.__class__ is dict and (c.get("env") is not None or not _DROP_FIELDS.isdisjoint(c)):
+                break
+        else:
+            continue  # nothing to drop in these containers
         new = [_container(c) if isinstance(c, Mapping) else c for c in cs]
         if any(a is not b for a, b in zip(new, cs, strict=True)):
             if out is None:
@@ -97,9 +105,9 @@ def _container(c: Mapping[str, Any]) -> Mapping[str, Any]:
     env_plain = env is None or (
         isinstance(env, list) and all(isinstance(v, Mapping) and v.keys() <= {"name"} for v in env)
     )
-    if env_plain and not any(k in c for k in DROPPED_CONTAINER_FIELDS):
+    if env_plain and _DROP_FIELDS.isdisjoint(c):
         return c
-    out = {k: v for k, v in c.items() if k not in DROPPED_CONTAINER_FIELDS}
+    out = {k: v for k, v in c.items() if k not in _DROP_FIELDS}
     if not env_plain:
         assert env is not None
         if isinstance(env, list) and all(isinstance(v, Mapping) for v in env):
