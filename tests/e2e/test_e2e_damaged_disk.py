@@ -228,6 +228,11 @@ def test_a_read_only_disk_refuses_run_and_serves_the_readers(finished: Path, tmp
         assert p.returncode == 2, p.stdout + p.stderr
         new = ro / "new"
         assert p.stderr == f"fumarole: error: data directory {new}: cannot create it: Read-only file system\n"
+        p = _cli("migrate", "--db", str(db))
+        assert p.returncode == 2, p.stdout + p.stderr
+        assert p.stderr.startswith(
+            f"fumarole: error: {data}: the data directory is not writable (read-only"
+        ), p.stderr
         # the readers open a log on a read-only disk (SQLite could not create its -shm file there)
         events = _cli("events", "--db", str(db))
         assert events.returncode == 0, events.stderr
