@@ -31,6 +31,7 @@ from api.types import (
 )
 from api.ui import DEFAULT_JAEGER_URL, mount_dashboard
 from api.view import DaemonView
+from daemon.manifests.redaction import redact_event
 from store.codec import current_version
 from store.events import EVENT_TYPES, CycleClosed, CycleOpened
 from store.index import DECISION_TYPES
@@ -295,7 +296,8 @@ async def events(request: web.Request) -> web.Response:
         if t not in EVENT_TYPES:
             raise BadRequest(f"unknown event type {t!r}", "query.type")
     rows = await view.event_log.read(since, limit, types=sorted(set(raw_types)) if raw_types else None)
-    items = [EventRow(seq=r.seq, type=r.type, idem_key=r.idem_key, event=r.event) for r in rows]
+    # redacted on the way out too: a log written before redaction must not serve pods' secrets
+    items = [EventRow(seq=r.seq, type=r.type, idem_key=r.idem_key, event=redact_event(r.event)) for r in rows]
     return _json(EventPage(items=items, next_since=_next(rows, limit)))
 
 

@@ -42,6 +42,21 @@ class CodecError(LogError, ValueError):
     """An event cannot be encoded, or stored bytes cannot be decoded into an event."""
 
 
+# What decoding damaged bytes can raise besides msgspec's DecodeError (ValidationError is one):
+# a string that is not UTF-8 (UnicodeDecodeError), an integer out of range, a nesting too deep,
+# an upcaster meeting a field of an unexpected shape.  All of them mean "these bytes are not an
+# event" and become a CodecError, so that a damaged row is always named, never a traceback.
+_DAMAGED = (
+    msgspec.DecodeError,
+    ValueError,
+    TypeError,
+    KeyError,
+    AttributeError,
+    OverflowError,
+    RecursionError,
+)
+
+
 def current_version(type_: str) -> int:
     """The schema version the code writes for an event type (the default of its `v` field)."""
     cls = EVENT_TYPES.get(type_)
@@ -91,27 +106,36 @@ def decode(
     if v == want:
         try:
             ev: Event = _DECODERS[type_].decode(data)
-        except msgspec.DecodeError as e:
-            raise CodecError(f"{type_} v{v}: {e}") from e
+        except _DAMAGED as e:
+            raise CodecError(f"{type_} v{v}: {_why(e)}") from e
         return ev
     if v > want:
         raise CodecError(f"{type_} v{v} was written by a newer Fumarole (this code knows up to v{want})")
     table = UPCASTERS if upcasters is None else upcasters
     try:
         fields = _RAW.decode(data)
-    except msgspec.DecodeError as e:
-        raise CodecError(f"{type_} v{v}: {e}") from e
+    except _DAMAGED as e:
+        raise CodecError(f"{type_} v{v}: {_why(e)}") from e
     for step in range(v, want):
         up = table.get((type_, step))
         if up is None:
             raise CodecError(f"{type_} v{step}: no upcaster to v{step + 1}")
-        fields = up(dict(fields))
+        try:
+            fields = up(dict(fields))
+        except _DAMAGED as e:
+            raise CodecError(f"{type_} upcast from v{step}: {_why(e)}") from e
     fields["type"] = type_
     fields["v"] = want
     try:
         return msgspec.convert(fields, EVENT_TYPES[type_])  # type: ignore[return-value]
-    except msgspec.ValidationError as e:
-        raise CodecError(f"{type_} upcast from v{v}: {e}") from e
+    except _DAMAGED as e:
+        raise CodecError(f"{type_} upcast from v{v}: {_why(e)}") from e
+
+
+def _why(e: BaseException) -> str:
+    """One line: msgspec's message as is, any other error prefixed with its kind."""
+    text = " ".join(str(e).split())
+    return text if isinstance(e, msgspec.DecodeError) else f"{type(e).__name__}: {text}"
 
 
 def event_row(event: Event) -> tuple[str, int, bytes]:

@@ -295,14 +295,14 @@ def open_readonly(
     autocommit mode, refusing writes (`query_only`), waiting `busy_timeout_ms` for a writer.
     A postgresql:// URL gives the same on PostgreSQL (store/pg_sync.py: `?` placeholders work).
     """
-    from pathlib import Path
-
     if path.startswith(("postgresql://", "postgres://")):
         from store.pg_sync import PgSyncConnection
 
         return PgSyncConnection(path)
 
-    uri = f"{Path(path).resolve().as_uri()}?mode=ro"
+    from store.disk import readonly_uri
+
+    uri = readonly_uri(path)
     conn = sqlite3.connect(uri, uri=True, isolation_level=None, check_same_thread=False)
     conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
     conn.execute(f"PRAGMA mmap_size = {int(mmap_bytes)}")
@@ -320,6 +320,7 @@ class IndexReader:
 
     def __init__(self, path: str, *, mmap_bytes: int = 1 << 30, busy_timeout_ms: int = 5000) -> None:
         self._conn = open_readonly(path, mmap_bytes=mmap_bytes, busy_timeout_ms=busy_timeout_ms)
+        self._where = "" if path.startswith(("postgresql://", "postgres://")) else path  # no credentials
 
     def decisions(
         self, *, since: int = 1, limit: int = 100, types: tuple[str, ...] = (), **filters: str | int | None
@@ -331,7 +332,7 @@ class IndexReader:
             try:
                 ev = decode(tag, v, body)
             except CodecError as e:
-                raise CorruptEventError(seq, str(e)) from e
+                raise CorruptEventError(seq, str(e), self._where) from e
             out.append((int(seq), str(tag), ev, key))
         return out
 

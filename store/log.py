@@ -24,12 +24,18 @@ class LogError(Exception):
 
 
 class CorruptEventError(LogError):
-    """A stored row cannot be decoded (bad bytes, unknown type, version newer than the code)."""
+    """A stored row cannot be decoded (bad bytes, unknown type, version newer than the code).
 
-    def __init__(self, seq: int, detail: str) -> None:
-        super().__init__(f"event log: row seq={seq} cannot be decoded: {detail}")
+    The message is one line naming the seq and, when the backend knows it, the log (`where`: the
+    SQLite file): `<where>: event log row seq=N cannot be decoded: <detail>`.
+    """
+
+    def __init__(self, seq: int, detail: str, where: str = "") -> None:
+        head = f"{where}: event log row" if where else "event log: row"
+        super().__init__(f"{head} seq={seq} cannot be decoded: {' '.join(detail.split())}")
         self.seq = seq
         self.detail = detail
+        self.where = where
 
 
 class LogClosedError(LogError):

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
+from store.disk import readonly_uri
 from store.log import LogError
 
 MIN_SQLITE = (3, 37, 0)  # STRICT tables
@@ -128,10 +129,15 @@ def schema_version(conn: sqlite3.Connection, path: str = "database") -> int | No
         tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_schema WHERE type = 'table'")}
     except sqlite3.DatabaseError as e:
         raise MigrationError(f"{path}: not an SQLite database ({e})") from e
+    except UnicodeDecodeError as e:  # a damaged schema page: a table name that is not text
+        raise MigrationError(f"{path}: the database file is damaged (its schema: {e})") from e
     if "schema_migrations" not in tables:
         return 0 if not tables else None
-    row = conn.execute("SELECT max(version) FROM schema_migrations").fetchone()
-    return int(row[0] or 0)
+    try:
+        row = conn.execute("SELECT max(version) FROM schema_migrations").fetchone()
+        return int(row[0] or 0)
+    except (sqlite3.DatabaseError, ValueError, TypeError) as e:
+        raise MigrationError(f"{path}: the database file is damaged (schema_migrations: {e})") from e
 
 
 def migrate(
@@ -210,7 +216,7 @@ def check_schema(path: str, *, migrations: list[Migration] | None = None) -> int
     if not p.is_file():
         raise MigrationError(f"{path}: no such database file")
     try:
-        conn = sqlite3.connect(f"{p.resolve().as_uri()}?mode=ro", uri=True)
+        conn = sqlite3.connect(readonly_uri(p), uri=True)
     except sqlite3.Error as e:
         raise MigrationError(f"{path}: cannot open read-only: {e}") from e
     try:

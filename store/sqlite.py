@@ -14,6 +14,7 @@ import aiosqlite
 import anyio
 
 from store.codec import CodecError, decode
+from store.disk import readonly_uri, write_failure
 from store.events import Event
 from store.index import INSERT_INDEX, UPSERT_CYCLE, IndexedRow, cycle_spans, decision_query, indexed_rows
 from store.log import (
@@ -247,7 +248,7 @@ class SqliteEventLog:
         try:
             if not readonly:
                 writer = await anyio.to_thread.run_sync(_Writer, p, busy_timeout_ms)
-            uri = f"{Path(p).resolve().as_uri()}?mode=ro"
+            uri = readonly_uri(p) if readonly else f"{Path(p).resolve().as_uri()}?mode=ro"
             for _ in range(readers):
                 c = await aiosqlite.connect(uri, uri=True, isolation_level=None)
                 conns.append(c)
@@ -260,8 +261,8 @@ class SqliteEventLog:
                 await c.close()
             if writer is not None:
                 writer.conn.close()
-            if isinstance(e, sqlite3.Error):
-                raise LogError(f"{p}: cannot open the event log: {e}") from e
+            if isinstance(e, sqlite3.Error | OSError):
+                raise LogError(f"{p}: cannot open the event log: {write_failure(p, e)}") from e
             raise
         log = cls(
             p,
@@ -400,13 +401,13 @@ class SqliteEventLog:
             results = await self._transaction(group)
         except Exception as e:
             if len(group) == 1:
-                _set_exception(group[0].future, _log_error(e))
+                _set_exception(group[0].future, _log_error(e, self.path))
                 return
             for req in group:  # isolate the failing request
                 try:
                     (res,) = await self._transaction([req])
                 except Exception as e1:
-                    _set_exception(req.future, _log_error(e1))
+                    _set_exception(req.future, _log_error(e1, self.path))
                 else:
                     _set_result(req.future, res)
             return
@@ -447,21 +448,27 @@ class SqliteEventLog:
     async def _select(
         self, from_seq: int, to_seq: int | None, limit: int, types: Collection[str] | None
     ) -> list[StoredEvent]:
-        return [_stored(r) for r in await self._select_rows(from_seq, to_seq, limit, types)]
+        return await self._select_rows(from_seq, to_seq, limit, types, decode_rows=True)
 
     async def _select_rows(
-        self, from_seq: int, to_seq: int | None, limit: int, types: Collection[str] | None
+        self,
+        from_seq: int,
+        to_seq: int | None,
+        limit: int,
+        types: Collection[str] | None,
+        *,
+        decode_rows: bool = False,
     ) -> list[Any]:
         sql, params = _select_sql(from_seq, to_seq, limit, None if types is None else sorted(set(types)))
         if not sql:
             return []
         try:
             rows = await self._reader().execute_fetchall(sql, params)
-        except sqlite3.Error as e:
-            raise LogError(f"{self.path}: read failed: {e}") from e
+        except (sqlite3.Error, UnicodeDecodeError) as e:
+            raise await self._read_error(e, from_seq) from e
         except ValueError as e:  # aiosqlite: the connection was closed under us
             raise LogClosedError("the event log is closed") from e
-        return list(rows)
+        return [_stored(r, self.path) for r in rows] if decode_rows else list(rows)
 
     async def read(
         self, from_seq: int = 1, limit: int = 1000, *, types: Collection[str] | None = None
@@ -479,7 +486,7 @@ class SqliteEventLog:
             if not page:
                 return
             for row in page:  # decoded one at a time: only what the consumer keeps stays alive
-                yield _stored(row)
+                yield _stored(row, self.path)
             seq = int(page[-1][0]) + 1
 
     async def tail(
@@ -513,33 +520,27 @@ class SqliteEventLog:
         sql, params = decision_query(since=since, limit=limit, types=types, **filters)
         try:
             rows = await self._reader().execute_fetchall(sql, params)
-        except sqlite3.Error as e:
-            raise LogError(f"{self.path}: read failed: {e}") from e
+        except (sqlite3.Error, UnicodeDecodeError) as e:
+            raise await self._read_error(e, since) from e
         except ValueError as e:  # aiosqlite: the connection was closed under us
             raise LogClosedError("the event log is closed") from e
-        return [_stored(r) for r in rows]
+        return [_stored(r, self.path) for r in rows]
 
     async def last_seq(self) -> int:
         if not self.readonly:
             if self._closed:
                 raise LogClosedError("the event log is closed")
             return self._last_seq
-        rows = list(await self._reader().execute_fetchall("SELECT max(seq) FROM events"))
+        rows = await self._fetch("SELECT max(seq) FROM events", ())
         return int(rows[0][0] or 0)
 
     async def checkpoint(self, consumer: str) -> int:
-        rows = list(
-            await self._reader().execute_fetchall(
-                "SELECT seq FROM checkpoints WHERE consumer = ?", (consumer,)
-            )
-        )
+        rows = await self._fetch("SELECT seq FROM checkpoints WHERE consumer = ?", (consumer,))
         return int(rows[0][0]) if rows else 0
 
     async def checkpoints(self) -> dict[str, int]:
         """Every consumer's checkpoint (diagnostics)."""
-        rows = await self._reader().execute_fetchall(
-            "SELECT consumer, seq FROM checkpoints ORDER BY consumer"
-        )
+        rows = await self._fetch("SELECT consumer, seq FROM checkpoints ORDER BY consumer", ())
         return {str(c): int(s) for c, s in rows}
 
     async def latest_snapshot(
@@ -550,10 +551,55 @@ class SqliteEventLog:
         if at_or_before is not None:
             sql += " AND seq <= ?"
             params.append(at_or_before)
-        rows = list(await self._reader().execute_fetchall(sql + " ORDER BY seq DESC LIMIT 1", params))
+        rows = await self._fetch(sql + " ORDER BY seq DESC LIMIT 1", params)
         if not rows:
             return None
         return int(rows[0][0]), bytes(rows[0][1])
+
+    async def _fetch(self, sql: str, params: Sequence[Any]) -> list[Any]:
+        """A small read (max seq, checkpoints, a snapshot); an SQLite error names the file."""
+        try:
+            return list(await self._reader().execute_fetchall(sql, params))
+        except (sqlite3.Error, UnicodeDecodeError) as e:
+            raise LogError(f"{self.path}: read failed: {_one_line(e)}") from e
+        except ValueError as e:  # aiosqlite: the connection was closed under us
+            raise LogClosedError("the event log is closed") from e
+
+    async def _read_error(self, e: sqlite3.Error | UnicodeDecodeError, from_seq: int) -> LogError:
+        """The error of a failed page read, naming the file, and the seq when one row is at fault:
+        SQLite refuses a TEXT column (type, idem_key) that is not UTF-8, so find that row with the
+        columns read as bytes."""
+        if isinstance(e, UnicodeDecodeError) or (
+            isinstance(e, sqlite3.OperationalError) and "decode" in str(e)
+        ):
+            with contextlib.suppress(sqlite3.Error, ValueError):
+                seq = await self._first_bad_text(from_seq)
+                if seq is not None:
+                    return CorruptEventError(seq, "its type or idempotency key is not UTF-8 text", self.path)
+        if isinstance(e, sqlite3.DatabaseError) and not isinstance(e, sqlite3.OperationalError):
+            return LogError(f"{self.path}: the event log file is damaged (SQLite: {_one_line(e)})")
+        return LogError(f"{self.path}: read failed: {_one_line(e)}")
+
+    async def _first_bad_text(self, from_seq: int) -> int | None:
+        seq = from_seq
+        while True:
+            rows = list(
+                await self._reader().execute_fetchall(
+                    "SELECT seq, CAST(type AS BLOB), CAST(idem_key AS BLOB) FROM events "
+                    "WHERE seq >= ? ORDER BY seq LIMIT 5000",
+                    (seq,),
+                )
+            )
+            if not rows:
+                return None
+            for s, tag, key in rows:
+                try:
+                    for text in (tag, key):
+                        if text is not None:
+                            bytes(text).decode("utf-8")
+                except UnicodeDecodeError:
+                    return int(s)
+            seq = int(rows[-1][0]) + 1
 
 
 def _select_sql(
@@ -581,18 +627,33 @@ def _select_sql(
     return " UNION ALL ".join([sub] * len(types)) + " ORDER BY seq LIMIT ?", [*params, limit]
 
 
-def _stored(row: Any) -> StoredEvent:
+def _stored(row: Any, path: str) -> StoredEvent:
     seq, tag, v, key, body = row
+    if (
+        not isinstance(tag, str)
+        or isinstance(v, bool)
+        or not isinstance(v, int)
+        or not isinstance(body, bytes)
+    ):
+        # SQLite's columns are dynamically typed: a damaged record header gives another kind of value
+        kinds = f"type {type(tag).__name__}, v {type(v).__name__}, body {type(body).__name__}"
+        raise CorruptEventError(seq, f"the row's columns are of the wrong kind ({kinds})", path)
     try:
         ev = decode(tag, v, body)
     except CodecError as e:
-        raise CorruptEventError(seq, str(e)) from e
+        raise CorruptEventError(seq, str(e), path) from e
     return StoredEvent(seq=seq, type=tag, event=ev, idem_key=key)
 
 
-def _log_error(e: Exception) -> Exception:
-    if isinstance(e, sqlite3.Error):
-        err = LogError(f"write failed, nothing of it was written: {type(e).__name__}: {e}")
+def _one_line(e: BaseException) -> str:
+    return " ".join(str(e).split())
+
+
+def _log_error(e: Exception, path: str) -> Exception:
+    """A failed write as the caller sees it: an SQLite or OS error becomes a LogError naming the
+    file and the cause (a full disk, the file-size limit: store/disk.py)."""
+    if isinstance(e, sqlite3.Error | OSError):
+        err = LogError(write_failure(path, e))
         err.__cause__ = e
         return err
     return e

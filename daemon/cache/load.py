@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterable
 
 import anyio.to_thread
@@ -47,7 +48,10 @@ async def load(
         if snap is not None:
             try:
                 p = decode_projection(snap[1])
-            except SnapshotFormatError:
+            except SnapshotFormatError as e:  # another format, or damaged bytes: the log rebuilds it
+                logging.getLogger("fumarole.cache").warning(
+                    "snapshot at seq %d not used (%s); folding the log from the start", snap[0], e
+                )
                 p = None
             if p is not None and (p.scheduler_names != names or p.default_queue != default_queue):
                 p = None

@@ -198,17 +198,25 @@ def decode_projection(data: bytes) -> Projection:
         return _decode(data)
 
 
+# Damaged bytes can raise more than msgspec's DecodeError (a string that is not UTF-8, a value of
+# the wrong shape met while rebuilding): any of them means "not a readable snapshot".
+_DAMAGED = (msgspec.DecodeError, ValueError, TypeError, KeyError, IndexError, AttributeError, RecursionError)
+
+
 def _decode(data: bytes) -> Projection:
     try:
         head = _HEAD.decode(data)
-    except msgspec.DecodeError as e:
+    except _DAMAGED as e:
         raise SnapshotFormatError(f"cache snapshot: cannot decode: {e}") from e
     if head.format != FORMAT:
         raise SnapshotFormatError(f"cache snapshot: format {head.format!r}, this version reads {FORMAT}")
     try:
-        img = _DECODER.decode(data)
-    except msgspec.DecodeError as e:
+        return _rebuild(_DECODER.decode(data))
+    except _DAMAGED as e:
         raise SnapshotFormatError(f"cache snapshot: cannot decode: {e}") from e
+
+
+def _rebuild(img: _Image) -> Projection:
     p = Projection(scheduler_names=img.scheduler_names, default_queue=img.default_queue)
     p.seq = img.seq
     p.now_ms = img.now_ms

@@ -96,6 +96,7 @@ def cmd_migrate(args: argparse.Namespace) -> int:
     if is_postgres_url(args.db):
         return _migrate_postgres(args.db)
 
+    from store.disk import check_writable
     from store.lock import LogLockedError, check_unlocked
     from store.log import LogError
     from store.migrate import MigrationError, load_migrations, migrate
@@ -106,6 +107,7 @@ def cmd_migrate(args: argparse.Namespace) -> int:
         return bad_input(f"{args.db}: {what} (migrate creates the file, not its directory)")
     try:
         check_unlocked(args.db)
+        check_writable(args.db)  # a read-only disk or file, a full disk: named before anything
     except LogLockedError as e:
         return bad_input(f"{e}; stop the daemon that writes it before migrating")
     except LogError as e:

@@ -176,15 +176,16 @@ def cmd_run(args: argparse.Namespace) -> int:
             return _refused(e)
         return bad_input(str(e))
     except OSError as e:
-        logging.getLogger("fumarole").error("stopped: %s", e)
-        print(f"fumarole: error: {e}", file=sys.stderr)
-        return EXIT_FAILED
+        return _os_failure(e)
     except BaseExceptionGroup as e:  # a task of the daemon failed on the log (a database gone, refused)
         from daemon.runtime.shared_log import log_error_in
 
         failed = log_error_in(e)
         if failed is None:
-            raise
+            os_failed = _os_error_in(e)
+            if os_failed is None:
+                raise
+            return _os_failure(os_failed)
         if isinstance(failed, FencedError):
             return _refused(failed)
         logging.getLogger("fumarole").error("stopped: %s", failed)
@@ -200,4 +201,21 @@ def _refused(e: Exception) -> int:
     """A stale leader's write refused by the shared log's database: exit 1."""
     logging.getLogger("fumarole").error("stopped: the database refused a write: %s", e)
     print(f"fumarole: error: the database refused this replica's write: {e}", file=sys.stderr)
+    return EXIT_FAILED
+
+
+def _os_error_in(exc: BaseException) -> OSError | None:
+    """The first OSError among the leaves of an exception group (a task of the daemon failed on a
+    file: a full disk, a read-only file system), or None."""
+    if isinstance(exc, BaseExceptionGroup):
+        return next((f for e in exc.exceptions if (f := _os_error_in(e)) is not None), None)
+    return exc if isinstance(exc, OSError) else None
+
+
+def _os_failure(e: OSError) -> int:
+    """An OS error that stopped the daemon: one line naming the file (when the error names one), exit 1."""
+    where = f"{e.filename}: " if e.filename else ""
+    why = e.strerror or str(e)
+    logging.getLogger("fumarole").error("stopped: %s%s", where, why)
+    print(f"fumarole: error: {where}{why}", file=sys.stderr)
     return EXIT_FAILED

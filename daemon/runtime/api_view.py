@@ -24,6 +24,7 @@ from api.decision_json import DEFAULT_CACHE_BYTES, DecisionJsonCache, decision_p
 from api.metrics import SchedulerMetrics
 from api.types import Explanation, GpuCard, JobDetail, JobHistory, JobRow, NodeRow, QueueRow, TaskRow
 from daemon.cache import Projection, load_projection
+from daemon.manifests.redaction import redact_event
 from daemon.runtime.job_history import JobHistoryReader
 from daemon.scheduler.model.job import JobInfo
 from daemon.scheduler.model.node import NodeInfo
@@ -383,7 +384,8 @@ class LiveView(_ViewBase):
         return True
 
     async def ingest(self, events: Sequence[Event], idem_keys: Sequence[str | None]) -> list[int]:
-        return await self._writer.submit(events, idem_keys=idem_keys)
+        # POST /v1/events: a pod pushed by a workload is logged without its secrets, as observed ones are
+        return await self._writer.submit([redact_event(e) for e in events], idem_keys=idem_keys)
 
 
 class ReadOnlyView(_ViewBase):

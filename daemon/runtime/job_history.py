@@ -147,6 +147,7 @@ class JobHistoryReader:
     def __init__(self, path: str, *, mmap_bytes: int = 1 << 30, busy_timeout_ms: int = 5000) -> None:
         self._conn = open_readonly(path, mmap_bytes=mmap_bytes, busy_timeout_ms=busy_timeout_ms)
         self.path = path
+        self._where = "" if path.startswith(("postgresql://", "postgres://")) else path  # no credentials
 
     def close(self) -> None:
         self._conn.close()
@@ -199,7 +200,7 @@ class JobHistoryReader:
             for seq, tag, v, body in self._rows(
                 f"SELECT seq, type, v, body FROM events WHERE seq IN ({marks})", chunk
             ):
-                out[int(seq)] = _decode(seq, tag, v, body)
+                out[int(seq)] = _decode(seq, tag, v, body, self._where)
         lost = next((s for s in wanted if s not in out), None)
         if lost is not None:
             raise CorruptEventError(lost, "indexed decision without its event row")
@@ -220,7 +221,7 @@ class JobHistoryReader:
             for a, b, n, last, seq, tag, v, body in rows:
                 now = None
                 if tag == "cycle.opened":
-                    ev = _decode(seq, tag, v, body)
+                    ev = _decode(seq, tag, v, body, self._where)
                     now = ev.now_ms if isinstance(ev, CycleOpened) else None
                 elif seq is not None:  # a cycle whose first decision is not its CycleOpened (never so)
                     now = self._opened_at(int(a))
@@ -230,7 +231,7 @@ class JobHistoryReader:
     def _opened_at(self, cycle: int) -> int | None:
         sql, params = decision_query(cycle=cycle, types=("cycle.opened",), limit=1)
         for seq, tag, v, _key, body in self._rows(sql, params):
-            ev = _decode(seq, tag, v, body)
+            ev = _decode(seq, tag, v, body, self._where)
             if isinstance(ev, CycleOpened):
                 return ev.now_ms
         return None
@@ -296,11 +297,11 @@ class JobHistoryReader:
         )
 
 
-def _decode(seq: int, tag: str, v: int, body: bytes) -> Any:
+def _decode(seq: int, tag: str, v: int, body: bytes, where: str) -> Any:
     try:
         return decode(tag, v, body)
     except CodecError as e:
-        raise CorruptEventError(seq, str(e)) from e
+        raise CorruptEventError(seq, str(e), where) from e
 
 
 _DETAILED = ("decision.job_explained", "decision.podgroup_status")

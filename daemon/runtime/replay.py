@@ -15,7 +15,8 @@ the cluster acted on; the alternative's are not carried forward) — and the rep
 cycle, the jobs whose bind count would differ, the pods bound elsewhere, the evictions added or
 dropped and the queue shares that would move.
 
-Errors: a corrupt row raises the log's CorruptEventError (naming the seq); a cycle whose
+Errors: a corrupt row raises the log's CorruptEventError (naming the seq and the file, and how
+far the replay got: the cycles verified before it, the first that cannot be); a cycle whose
 configuration text is not in the log raises ReplayError.
 """
 
@@ -41,7 +42,7 @@ from store.events import (
     PodGroupStatusChanged,
     QueueFiguresRecorded,
 )
-from store.log import EventLog
+from store.log import CorruptEventError, EventLog
 
 __all__ = ["CycleVerdict", "ReplayError", "ReplayReport", "WhatIf", "replay"]
 
@@ -279,25 +280,41 @@ async def replay(
     collecting: _Pending | None = None
     fold = p.fold
     rows = log.read_range(p.seq + 1, last)
-    async for row in rows:
-        seq, ev = row.seq, row.event
-        if next_i < len(by_watermark) and by_watermark[next_i][1].watermark < seq:
-            run_due(seq - 1)
-        if isinstance(ev, CycleOpened):
-            collecting = pending.get(seq)
-            if collecting is not None:
+    try:
+        async for row in rows:
+            seq, ev = row.seq, row.event
+            if next_i < len(by_watermark) and by_watermark[next_i][1].watermark < seq:
+                run_due(seq - 1)
+            if isinstance(ev, CycleOpened):
+                collecting = pending.get(seq)
+                if collecting is not None:
+                    collecting.recorded.append(ev)
+            elif (
+                collecting is not None
+                and isinstance(ev, _CYCLE_TYPES)
+                and ev.cycle == collecting.opened.cycle
+            ):
                 collecting.recorded.append(ev)
-        elif collecting is not None and isinstance(ev, _CYCLE_TYPES) and ev.cycle == collecting.opened.cycle:
-            collecting.recorded.append(ev)
-        elif collecting is not None and isinstance(ev, CycleClosed) and ev.cycle == collecting.opened.cycle:
-            collecting.recorded.append(ev)
-            collecting.closed = True
-            finish(collecting)
-            collecting = None
-        fold(seq, ev)
-        report.events_folded += 1
-        if seq >= last_cycle_seq and collecting is None and done == total:
-            break
+            elif (
+                collecting is not None and isinstance(ev, CycleClosed) and ev.cycle == collecting.opened.cycle
+            ):
+                collecting.recorded.append(ev)
+                collecting.closed = True
+                finish(collecting)
+                collecting = None
+            fold(seq, ev)
+            report.events_folded += 1
+            if seq >= last_cycle_seq and collecting is None and done == total:
+                break
+    except CorruptEventError as e:  # the state after a damaged row is unknown: stop, saying how far
+        waiting = [i.opened.cycle for i in order if not i.closed] + [
+            c.cycle for _, c in by_watermark[next_i:]
+        ]
+        first = min(waiting, default=None)
+        same = sum(1 for i in order if i.verdict.identical)
+        rest = f"; cycle {first} and later cannot be verified" if first is not None else ""
+        how_far = f"replay stopped: {done} of {total} cycle(s) verified before it ({same} identical){rest}"
+        raise CorruptEventError(e.seq, f"{e.detail}; {how_far}", e.where) from e
     aclose = getattr(rows, "aclose", None)
     if aclose is not None:
         await aclose()

@@ -47,6 +47,7 @@ from daemon.runtime.settings import Settings, split_listen
 from daemon.runtime.shared_log import IGNORE_LEASE_LOSS, SharedLogLeader
 from daemon.runtime.systemd import Notifier
 from daemon.runtime.writer import Writer
+from store.disk import check_writable
 from store.events import DECISIONS, BindDecided, EvictDecided
 from store.lock import LogLockedError, WriterLock, check_unlocked
 from store.postgres import PostgresEventLog, redact_dsn
@@ -212,7 +213,13 @@ class Service:
             raise ServiceError(_in_use(s.data_dir, e)) from None
         api_socket = self._bind_api() if s.api else None
         try:
-            Path(s.data_dir).mkdir(parents=True, exist_ok=True)
+            try:
+                Path(s.data_dir).mkdir(parents=True, exist_ok=True)
+            except OSError as e:
+                raise ServiceError(
+                    f"data directory {s.data_dir}: cannot create it: {e.strerror or e}"
+                ) from None
+            check_writable(s.db_path)  # a read-only disk or log, a full disk: exit 2 before any work
             try:
                 lock = WriterLock.acquire(s.db_path)
             except LogLockedError as e:

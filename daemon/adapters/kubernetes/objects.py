@@ -7,8 +7,10 @@ resources — what Volcano's scheduler cache keeps.
 
 Stripped before an object is logged (the scheduler never reads them): `metadata.managedFields`,
 the annotation `kubectl.kubernetes.io/last-applied-configuration`, and any annotation whose value
-is longer than `MAX_ANNOTATION_BYTES`.  Everything else is logged as the API server sent it, with
-`kind` and `apiVersion` set (list items of built-in kinds come without them).
+is longer than `MAX_ANNOTATION_BYTES`; of a Pod, what may carry its secrets (containers' env
+values, args, command, probes, lifecycle: daemon/manifests/redaction.py).  Everything else is
+logged as the API server sent it, with `kind` and `apiVersion` set (list items of built-in kinds
+come without them).
 
 Idempotency keys: an upsert is `k8s:<Kind>:<uid>:<resourceVersion>`, a deletion
 `k8s:<Kind>:<uid>:deleted`, so the same change seen twice (a watch replayed after a reconnect, a
@@ -21,6 +23,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from daemon.manifests.redaction import redact_pod
 from store.events import (
     NamespaceDeleted,
     NodeDeleted,
@@ -116,6 +119,8 @@ def trimmed(kind: Kind, obj: dict[str, Any]) -> dict[str, Any]:
                 if k == LAST_APPLIED or (isinstance(v, str) and len(v.encode()) > MAX_ANNOTATION_BYTES)
             ]:
                 del ann[k]
+    if kind.name == "Pod":  # no secrets in the log (daemon/manifests/redaction.py)
+        obj = redact_pod(obj)
     # Move kind/apiVersion first, as manifests read by people have them.
     return {"apiVersion": obj.pop("apiVersion"), "kind": obj.pop("kind"), **obj}
 

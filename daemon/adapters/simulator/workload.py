@@ -26,6 +26,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from daemon.manifests import ManifestError, build_snapshot, expand_job
+from daemon.manifests.redaction import redact_pod
 
 __all__ = [
     "CLUSTER_KINDS",
@@ -200,6 +201,7 @@ def _stamp(obj: Obj, at_ms: int, index: int, duration_ms: int | None = None) -> 
     if out.get("kind") == "Pod":
         meta.setdefault("uid", f"{meta['namespace']}-{meta.get('name')}")
         out["status"] = {"phase": "Pending"}
+        return redact_pod(out)  # no secrets in the log (daemon/manifests/redaction.py)
     return out
 
 
