@@ -53,7 +53,7 @@ def add_parser(sub: Any) -> None:
     )
     s.add_argument(
         "--now",
-        metavar="TIME",
+        metavar="TIME|manifests",
         help=(
             "the first session's clock: RFC 3339 (2024-03-05T12:00:00Z) or Unix seconds; 'manifests' = "
             "the newest creationTimestamp given (reproducible); default: the wall clock, as Volcano"
