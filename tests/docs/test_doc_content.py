@@ -97,3 +97,15 @@ def test_the_layout_names_every_package_and_module_it_describes() -> None:
     ]
     missing = [w for w in wanted if w not in layout]
     assert not missing, f"docs/development.md's layout does not name {missing}"
+
+
+def test_performance_page_is_the_current_figures_with_the_log_beside_it() -> None:
+    """docs/performance.md: the figures, each with the bench that reproduces it, and a pointer to
+    the chronological log; it names every bench (the helpers they import aside), and stays short."""
+    page = (ROOT / "docs" / "performance.md").read_text()
+    helpers = {"workload.py", "schedule_input.py", "store_postgres.py", "study_paper.py"}
+    benches = [p.name for p in sorted((ROOT / "bench").glob("*.py")) if p.name not in helpers]
+    missing = [b for b in benches if f"bench/{b}" not in page]
+    assert not missing, f"docs/performance.md does not say how to run {missing}"
+    assert "changelog-performance.md" in page and (ROOT / "docs" / "changelog-performance.md").exists()
+    assert len(page.splitlines()) < 200, "docs/performance.md is the current figures; history goes in the log"

@@ -106,27 +106,30 @@ def test_every_link_target_exists_and_its_anchor_is_a_heading(page: Path) -> Non
 
 
 def _comment_pointers() -> list[tuple[Path, str, str]]:
-    """(file, page, heading) for every `README "Heading"` or `docs/page.md, "Heading"` in a file
-    outside the docs: deploy files, the packages, scripts, bench and the bundled data."""
+    """(file, page, heading) for every `README "Heading"` or `docs/page.md, "Heading"[, "Another"]`
+    in the docs themselves, the deploy files, the packages, scripts, bench and the bundled data."""
     out: list[tuple[Path, str, str]] = []
-    pattern = re.compile(r'(README(?:\.md)?|docs/[\w-]+\.md),?\s+(?:section\s+)?"([^"]+)"')
+    pattern = re.compile(
+        r'(README(?:\.md)?|docs/[\w-]+\.md),?\s+(?:section\s+)?"([^"]+)"((?:,? (?:and )?"[^"]+")*)'
+    )
     roots = ["deploy", "daemon", "store", "api", "scripts", "bench", "examples"]
-    for root in roots:
-        for file in sorted((ROOT / root).rglob("*")):
-            # daemon/study/ is left to the study's own change (core_engine.py's "The core engine"
-            # names the paragraph docs/studies.md calls "Inflation in one session").
-            if file.is_relative_to(ROOT / "daemon" / "study"):
-                continue
-            if not file.is_file() or file.suffix in {".png", ".db", ".pyc", ".csv", ".gz"}:
-                continue
-            try:
-                text = file.read_text()
-            except UnicodeDecodeError:
-                continue
-            text = re.sub(r"\n\s*#\s*", " ", text)  # a pointer broken over two comment lines
-            for m in pattern.finditer(text):
-                page = "README.md" if m.group(1).startswith("README") else m.group(1)
-                out.append((file, page, m.group(2)))
+    files = [*PAGES, *(f for root in roots for f in sorted((ROOT / root).rglob("*")))]
+    for file in files:
+        # daemon/study/ is left to the study's own change (core_engine.py's "The core engine"
+        # names the paragraph docs/studies.md calls "Inflation in one session").
+        if file.is_relative_to(ROOT / "daemon" / "study"):
+            continue
+        if not file.is_file() or file.suffix in {".png", ".db", ".pyc", ".csv", ".gz"}:
+            continue
+        try:
+            text = file.read_text()
+        except UnicodeDecodeError:
+            continue
+        text = re.sub(r"\n\s*#?\s*", " ", text)  # a pointer broken over two (comment) lines
+        for m in pattern.finditer(text):
+            page = "README.md" if m.group(1).startswith("README") else m.group(1)
+            for heading in [m.group(2), *re.findall(r'"([^"]+)"', m.group(3))]:
+                out.append((file, page, heading))
     return out
 
 
