@@ -151,6 +151,13 @@ def _schedule(args: argparse.Namespace) -> int:
     finally:
         loading.cancel()  # and the documents released before the sessions
     phases.mark("build")
+    conf_path = Path(args.conf).resolve() if args.conf else None
+    for name in loading.skipped:
+        if Path(name).resolve() != conf_path:
+            print(
+                f"note: {name}: a scheduler configuration, not manifests: skipped (pass it as --conf)",
+                file=sys.stderr,
+            )
     result = dry_run(snapshot, conf, args.cycles, now=now, between_cycles=gc.collect)
     phases.mark("sessions")
     for w in result.warnings:

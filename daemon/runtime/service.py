@@ -119,6 +119,8 @@ class Service:
         self.faults = FaultInjection()
         self.adapter: Any = None
         self.shared: SharedLogLeader | None = None  # with --db postgresql://…: this replica's leadership
+        self._conf: ConfWatcher | None = None  # the configuration in force, once checked
+        self._runner: CycleRunner | None = None  # the cycles, once the log is open
 
     # ------------------------------------------------------------------ start-up
     def _make_adapter(self) -> Any:
@@ -183,7 +185,7 @@ class Service:
         s = self.settings
         # Every check comes before anything is created: bad input, a data directory another
         # daemon holds or a port in use change nothing on disk.
-        conf = ConfWatcher(s.scheduler_conf or None, strict=s.strict)
+        conf = self._conf = ConfWatcher(s.scheduler_conf or None, strict=s.strict)
         adapter = self.adapter = self._make_adapter()
         if not isinstance(adapter, LiveCluster):
             return await self._run_checked(conf, adapter)
@@ -314,6 +316,13 @@ class Service:
         s = self.settings
         return redact_dsn(s.db) if s.db else str(s.db_path)
 
+    def config_warnings(self) -> list[str]:
+        """What the configuration in force draws a warning for (skipped, as Volcano does), and
+        the sessions' own warnings so far: `/readyz` (`config_warnings`) and the summary."""
+        if self._runner is not None:
+            return self._runner.warnings()
+        return list(self._conf.active.conf.warnings) if self._conf is not None else []
+
     def leadership(self) -> tuple[bool | None, str]:
         """With leader election: (whether this replica leads, the lease holder); else (None, "")."""
         if self.shared is not None:
@@ -378,7 +387,7 @@ class Service:
             batch=self.faults.dispatch_batch or 2000,
             concurrency=adapter.concurrency if isinstance(adapter, LiveCluster) else 1,
         )
-        runner = CycleRunner(projection, conf, tracer_provider=self.tracer_provider)
+        runner = self._runner = CycleRunner(projection, conf, tracer_provider=self.tracer_provider)
         runner.cycle = projection.last_cycle
         conf.mark_recorded(projection.conf_hash or None)
 
@@ -527,6 +536,13 @@ class Service:
                 f"   (the log in {self.settings.data_dir} already holds this finished run; "
                 "remove it or pass --data-dir to start a new one)"
             )
+        warnings = runner.warnings()
+        if warnings:
+            lines.append(
+                f"   {len(warnings)} configuration warning(s): skipped, as Volcano skips them "
+                "(--strict refuses such a configuration):"
+            )
+            lines.extend(f"     warning: {w}" for w in warnings)
         lines.append(f"   log: {self._db_label()}  (inspect: fumarole events / replay --db ...)")
         for line in lines:
             self._say(line)
