@@ -133,8 +133,8 @@ def dry_run(
     out = DryRunResult(cycles=cycles, now=now)
     if no_timestamps:
         out.warnings.append(
-            "--now manifests: no pod or PodGroup has a metadata.creationTimestamp, so the clock starts at the "
-            "Unix epoch (1970-01-01T00:00:00Z); pass --now TIME for another"
+            "--now manifests: no pod or PodGroup has a metadata.creationTimestamp, so the clock "
+            "starts at the Unix epoch (1970-01-01T00:00:00Z); pass --now TIME for another"
         )
     for i in range(cycles):
         snapshot.now = now + i * SCHEDULE_PERIOD_SECONDS

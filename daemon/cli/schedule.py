@@ -73,8 +73,8 @@ def add_parser(sub: Any) -> None:
 
 
 def _read_conf(path: str | None, *, strict: bool = False):  # type: ignore[no-untyped-def]
-    from daemon.runtime.conf_watch import parse_scheduler_conf
     from daemon.scheduler.framework.conf import DEFAULT_SCHEDULER_CONF
+    from daemon.scheduler.framework.conf_check import parse_scheduler_conf
 
     if path is None:
         return parse_scheduler_conf(DEFAULT_SCHEDULER_CONF, "<built-in default>", strict=strict)
