@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from daemon.cli.exits import EXIT_OK, InputError
-from daemon.collector import collector_paused
+from daemon.gc_pause import collector_paused
 
 __all__ = ["add_parser", "cmd_schedule"]
 

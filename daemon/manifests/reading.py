@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 from collections.abc import Iterable, Iterator
 from pathlib import Path
@@ -33,6 +34,25 @@ def is_scheduler_configuration(documents: list[Any]) -> bool:
     return bool(keys) and keys <= _SCHEDULER_CONF_KEYS and bool(keys & {"actions", "tiers"})
 
 
+def _peek_scheduler_configuration(
+    documents: Iterator[tuple[int, Any]],
+) -> tuple[Iterable[tuple[int, Any]], bool]:
+    """(the same documents, whether they are a scheduler configuration), reading ahead no further
+    than needed: a manifest file is told by its first non-empty document, so its errors still
+    come in document order (a bad List before a later syntax error)."""
+    ahead: list[tuple[int, Any]] = []
+    for index, doc in documents:
+        ahead.append((index, doc))
+        if doc is not None:
+            break
+    if not ahead or not is_scheduler_configuration([ahead[-1][1]]):
+        return itertools.chain(ahead, documents), False
+    ahead.extend(documents)  # a configuration-like first document: read the (small) rest
+    if is_scheduler_configuration([d for _, d in ahead]):
+        return [], True
+    return ahead, False
+
+
 def load_objects(path: str | Path, *, skipped: list[str] | None = None) -> list[tuple[str, int, Obj]]:
     """(file, document index, object) for a manifest file or every *.yaml/*.yml/*.json under a directory.
 
@@ -62,10 +82,12 @@ def load_objects(path: str | Path, *, skipped: list[str] | None = None) -> list[
     confs: list[str] = []
     for f in files:
         name = str(f)
-        documents = list(_read_documents(f, name))
-        if p.is_dir() and is_scheduler_configuration([d for _, d in documents]):
-            confs.append(name)
-            continue
+        documents: Iterable[tuple[int, Any]] = _read_documents(f, name)
+        if p.is_dir():
+            documents, is_conf = _peek_scheduler_configuration(iter(documents))
+            if is_conf:
+                confs.append(name)
+                continue
         out.extend(_objects(name, documents))
     if skipped is not None:
         skipped.extend(confs)

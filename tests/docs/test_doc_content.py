@@ -109,3 +109,14 @@ def test_performance_page_is_the_current_figures_with_the_log_beside_it() -> Non
     assert not missing, f"docs/performance.md does not say how to run {missing}"
     assert "changelog-performance.md" in page and (ROOT / "docs" / "changelog-performance.md").exists()
     assert len(page.splitlines()) < 200, "docs/performance.md is the current figures; history goes in the log"
+
+
+def test_tests_mirror_the_packages_as_the_layout_says() -> None:
+    """docs/development.md: `tests/` mirrors the packages. At its top only the whole-tree import
+    cycle check and the tests of daemon's top-level modules (test_<module>.py); the manifests'
+    tests under tests/manifests/, as daemon/manifests/."""
+    assert "`tests/` (mirrors the packages)" in _layout()
+    modules = {p.stem for p in (ROOT / "daemon").glob("*.py") if p.name != "__init__.py"}
+    allowed = {"test_import_cycles.py"} | {f"test_{m}.py" for m in modules}
+    stray = sorted(p.name for p in (ROOT / "tests").glob("test_*.py") if p.name not in allowed)
+    assert not stray, f"tests at the top of tests/ that belong under a package's directory: {stray}"
