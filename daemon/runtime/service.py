@@ -178,7 +178,7 @@ class Service:
                 for sig in STOP_SIGNALS:
                     loop.remove_signal_handler(sig)
                 hold_signals()
-        self._say("stopped at once (second signal)")
+        self.say("stopped at once (second signal)")
         return 0
 
     async def _run(self) -> int:
@@ -193,7 +193,7 @@ class Service:
             with self.stoppable() as connecting:
                 await self._connect(adapter)
             if connecting.cancelled_caught:
-                self._say("stopped before the start-up checks were done")
+                self.say("stopped before the start-up checks were done")
                 return 0
             return await self._run_checked(conf, adapter)
         finally:
@@ -270,7 +270,7 @@ class Service:
                             await standby[1].close()
                     standing_by.cancel_scope.cancel()
             if leading:
-                self._say(f"leading the shared log {redact_dsn(s.db)} (epoch {shared.epoch})")
+                self.say(f"leading the shared log {redact_dsn(s.db)} (epoch {shared.epoch})")
                 tg.start_soon(shared.keep_lease, tg.cancel_scope.cancel)
                 rc = await self._run_with_log(event_log, conf, adapter, api_socket)
             tg.cancel_scope.cancel()
@@ -300,13 +300,13 @@ class Service:
         await web.SockSite(runner, sock.dup()).start()
         bound = sock.getsockname()[:2]
         self.listen_address = (str(bound[0]), int(bound[1]))
-        self._say(f"REST API on http://{bound[0]}:{bound[1]}")  # the first line, as when leading
+        self.say(f"REST API on http://{bound[0]}:{bound[1]}")  # the first line, as when leading
         log.info("standing by: the REST API is read-only, following the shared log")
         return runner, view
 
     def _standby(self, line: str) -> None:
         self.notifier.status(line)
-        self._say(line)
+        self.say(line)
 
     def _may_write(self) -> bool:
         """False once this replica lost the lease of a shared log (its writes would be refused)."""
@@ -413,15 +413,15 @@ class Service:
                 self.notifier.ready("caught up with the log")
                 rc = await self._simulate(adapter, writer, dispatcher, runner, lockstep, event_log)
                 if rc == 0 and self.settings.serve and not self.stop_requested:
-                    self._say("workload drained; serving the API until SIGTERM")
-                    await self._wait_for_stop()
+                    self.say("workload drained; serving the API until SIGTERM")
+                    await self.wait_for_stop()
             finally:
                 if api_runner is not None:
                     with anyio.CancelScope(shield=True):
                         await api_runner.cleanup()
                 if self._may_write():
                     with anyio.CancelScope(shield=True):
-                        await self._save_snapshot(event_log, projection, force=True)
+                        await self.save_snapshot(event_log, projection, force=True)
                 tg.cancel_scope.cancel()
         return rc
 
@@ -460,15 +460,15 @@ class Service:
                     await writer.submit(advanced)
             # The cycle follows its advance, also one that moved nothing (the source is exhausted).
             summary = await runner.run_cycle(writer)
-            self._account(summary)
+            self.account(summary)
             if summary.last_decision_seq:
                 await dispatcher.wait_until(summary.last_decision_seq)
-            await self._save_snapshot(event_log, runner.projection)
+            await self.save_snapshot(event_log, runner.projection)
             self._progress(sim, runner, summary)
         await self._summary(sim, runner, event_log, drained=False, interrupted=True)
         return 0
 
-    def _account(self, s: CycleSummary) -> None:
+    def account(self, s: CycleSummary) -> None:
         st = self.stats
         st.cycles += 1
         st.binds += s.binds
@@ -478,7 +478,7 @@ class Service:
         st.cycle_seconds += s.seconds
         st.last = s
 
-    async def _save_snapshot(
+    async def save_snapshot(
         self, event_log: SqliteEventLog | PostgresEventLog, projection: Any, *, force: bool = False
     ) -> None:
         from daemon.cache import save_projection
@@ -490,7 +490,8 @@ class Service:
             self._snapshot_seq = seq
 
     # ------------------------------------------------------------------ output
-    def _say(self, line: str) -> None:
+    def say(self, line: str) -> None:
+        """One line on stdout (progress, the summary, what the daemon did)."""
         print(line, file=self.out, flush=True)
 
     def _progress(self, sim: Any, runner: CycleRunner, s: CycleSummary) -> None:
@@ -504,7 +505,7 @@ class Service:
             f"binds+={self.stats.binds} evictions={self.stats.evictions} shares[{shares}]"
         )
         self.notifier.status(line)
-        self._say(line)
+        self.say(line)
 
     async def _summary(
         self, sim: Any, runner: CycleRunner, event_log: Any, *, drained: bool, interrupted: bool = False
@@ -545,7 +546,7 @@ class Service:
             lines.extend(f"     warning: {w}" for w in warnings)
         lines.append(f"   log: {self._db_label()}  (inspect: fumarole events / replay --db ...)")
         for line in lines:
-            self._say(line)
+            self.say(line)
 
     # ------------------------------------------------------------------ signals, watchdog, API
     def _on_signal(self, signum: int) -> None:
@@ -587,7 +588,7 @@ class Service:
         finally:
             self._hard.remove(scope)
 
-    async def _wait_for_stop(self) -> None:
+    async def wait_for_stop(self) -> None:
         await self._stop_ev.wait()
 
     async def _watchdog(self) -> None:
@@ -622,7 +623,7 @@ class Service:
         bound = sock.getsockname()[:2]
         self.listen_address = (str(bound[0]), int(bound[1]))
         log.info("REST API listening on http://%s:%d", *self.listen_address)
-        self._say(f"REST API on http://{self.listen_address[0]}:{self.listen_address[1]}")
+        self.say(f"REST API on http://{self.listen_address[0]}:{self.listen_address[1]}")
         return runner
 
 
