@@ -171,6 +171,7 @@ async def readyz(request: web.Request) -> web.Response:
         last_seq=await view.event_log.last_seq(),
         leading=leading,
         leader=leader,
+        config_warnings=view.config_warnings(),
     )
     return _json(body, status=200 if ready else 503)
 

@@ -58,6 +58,9 @@ class Ready(msgspec.Struct, kw_only=True, omit_defaults=True):
     last_seq: int
     leading: bool | None = None  # with leader election: whether this replica decides (else null)
     leader: str = ""  # with leader election: the lease holder's identity
+    # The configuration's warnings (what it names that is skipped, e.g. a misspelt plugin), always
+    # present: a run with one goes on as Volcano's does, and says so here.
+    config_warnings: list[str]
 
 
 # ----------------------------------------------------------------------------- cycles, decisions

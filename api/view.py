@@ -38,6 +38,11 @@ class DaemonView(Protocol):
         """The last log sequence folded into the projection."""
         ...
 
+    def config_warnings(self) -> list[str]:
+        """What the scheduler configuration in force draws a warning for (an unknown plugin name,
+        an unsupported flag: skipped, as Volcano skips them); empty for a read-only view."""
+        ...
+
     def last_cycle(self) -> int:
         """The number of the newest cycle folded into the projection (0 before the first)."""
         ...

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Refresh the dependency locks from pyproject.toml:
-#   requirements/dev.txt      runtime + dev: what scripts/run.sh and scripts/test.sh install
-#   requirements/runtime.txt  runtime + the kubernetes extra, the same versions: what the container image installs
+#   requirements/runtime.txt  what the daemon needs (runtime + the kubernetes extra): what scripts/run.sh,
+#                             the container image and the systemd install (docs/daemon.md) install
+#   requirements/dev.txt      runtime + dev (the test tools), the same versions: what scripts/test.sh installs
 # Both are universal (every platform, Python >= 3.11) and carry sha256 hashes. Pins already in the
 # files are kept unless pyproject.toml needs otherwise; `bash scripts/lock.sh --upgrade` moves
 # everything to the newest allowed versions, `--upgrade-package NAME` one package.

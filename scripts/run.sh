@@ -5,10 +5,10 @@ set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 
-# --- virtualenv bootstrap: .venv with the locked dependencies (scripts/venv.sh) ----------------
+# --- virtualenv bootstrap: .venv with the runtime lock (scripts/venv.sh) ---------------------
 # shellcheck source=scripts/venv.sh
 source "$ROOT/scripts/venv.sh"
-fumarole_venv "$ROOT"
+fumarole_venv "$ROOT" runtime
 
 # Arguments are passed through untouched, relative to the caller's directory.
 if [ "$#" -eq 0 ]; then

@@ -6,10 +6,10 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
 
-# --- virtualenv bootstrap: .venv with the locked dependencies (scripts/venv.sh) ----------------
+# --- virtualenv bootstrap: .venv with the dev lock: runtime + test tools (scripts/venv.sh) -----
 # shellcheck source=scripts/venv.sh
 source "$ROOT/scripts/venv.sh"
-fumarole_venv "$ROOT"
+fumarole_venv "$ROOT" dev
 
 # --- Debian packages the tests need (requirements/debian.txt), installed when missing ----------
 # shellcheck source=scripts/system.sh

@@ -153,6 +153,8 @@ def migrate(
     _check_sqlite()
     migs = load_migrations() if migrations is None else migrations
     code_version = migs[-1].version if migs else 0
+    if Path(path).is_dir():
+        raise MigrationError(f"{path}: is a directory, not an event log (the log is DIR/fumarole.db)")
     try:
         conn = sqlite3.connect(path, isolation_level=None)
     except sqlite3.Error as e:
@@ -213,6 +215,8 @@ def check_schema(path: str, *, migrations: list[Migration] | None = None) -> int
     migs = load_migrations() if migrations is None else migrations
     code_version = migs[-1].version
     p = Path(path)
+    if p.is_dir():
+        raise MigrationError(f"{path}: is a directory, not an event log (the log is DIR/fumarole.db)")
     if not p.is_file():
         raise MigrationError(f"{path}: no such database file")
     try:

@@ -33,7 +33,7 @@ import msgspec
 
 from daemon.cache.projection import Projection
 from daemon.cache.state import KINDS, BindOverlay, raw_group_of, raw_uid
-from daemon.collector import collector_paused
+from daemon.gc_pause import collector_paused
 from store.events import JobExplained, PodGroupStatusChanged, QueueFigures
 
 __all__ = [

@@ -126,9 +126,16 @@ def dry_run(
     `between_cycles` is called after applying a session's decisions, before the next session
     (the CLI collects garbage there).
     """
+    no_timestamps = False
     if now is None:
         now = start_time(snapshot)
+        no_timestamps = now == 0.0
     out = DryRunResult(cycles=cycles, now=now)
+    if no_timestamps:
+        out.warnings.append(
+            "--now manifests: no pod or PodGroup has a metadata.creationTimestamp, so the clock "
+            "starts at the Unix epoch (1970-01-01T00:00:00Z); pass --now TIME for another"
+        )
     for i in range(cycles):
         snapshot.now = now + i * SCHEDULE_PERIOD_SECONDS
         snapshot.session_id = f"session-{i + 1}"

@@ -26,6 +26,8 @@ def existing_db(value: str | None) -> str:
     db = db_arg(value)
     if db is None:
         raise InputError("--db: required (or set FUMAROLE_DB)")
+    if not is_postgres_url(db) and Path(db).is_dir():
+        raise InputError(f"{db}: is a directory, not an event log (the log is DIR/fumarole.db)")
     if not is_postgres_url(db) and not Path(db).is_file():
         raise InputError(f"{db}: no such file")
     return db

@@ -84,9 +84,10 @@ def add_parser(sub: Any) -> None:
 def cmd_replay(args: argparse.Namespace) -> int:
     import anyio
 
-    from daemon.runtime.conf_watch import conf_hash, parse_scheduler_conf
+    from daemon.runtime.conf_watch import conf_hash
     from daemon.runtime.replay import ReplayError
     from daemon.scheduler.framework.conf import ConfError
+    from daemon.scheduler.framework.conf_check import parse_scheduler_conf
     from store.log import LogError
 
     if args.from_seq < 1:

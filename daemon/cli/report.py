@@ -27,6 +27,8 @@ def cmd_report(args: argparse.Namespace) -> int:
 
     dbs = [Path(args.db), *[Path(p) for p in args.compare]]
     for db in dbs:
+        if db.is_dir():
+            return bad_input(f"{db}: is a directory, not an event log (the log is DIR/fumarole.db)")
         if not db.is_file():
             return bad_input(f"{db}: no such file")
     out = Path(args.out)

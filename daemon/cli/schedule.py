@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from daemon.cli.exits import EXIT_OK, InputError
-from daemon.collector import collector_paused
+from daemon.gc_pause import collector_paused
 
 __all__ = ["add_parser", "cmd_schedule"]
 
@@ -53,7 +53,7 @@ def add_parser(sub: Any) -> None:
     )
     s.add_argument(
         "--now",
-        metavar="TIME",
+        metavar="TIME|manifests",
         help=(
             "the first session's clock: RFC 3339 (2024-03-05T12:00:00Z) or Unix seconds; 'manifests' = "
             "the newest creationTimestamp given (reproducible); default: the wall clock, as Volcano"
@@ -73,8 +73,8 @@ def add_parser(sub: Any) -> None:
 
 
 def _read_conf(path: str | None, *, strict: bool = False):  # type: ignore[no-untyped-def]
-    from daemon.runtime.conf_watch import parse_scheduler_conf
     from daemon.scheduler.framework.conf import DEFAULT_SCHEDULER_CONF
+    from daemon.scheduler.framework.conf_check import parse_scheduler_conf
 
     if path is None:
         return parse_scheduler_conf(DEFAULT_SCHEDULER_CONF, "<built-in default>", strict=strict)
@@ -151,6 +151,13 @@ def _schedule(args: argparse.Namespace) -> int:
     finally:
         loading.cancel()  # and the documents released before the sessions
     phases.mark("build")
+    conf_path = Path(args.conf).resolve() if args.conf else None
+    for name in loading.skipped:
+        if Path(name).resolve() != conf_path:
+            print(
+                f"note: {name}: a scheduler configuration, not manifests: skipped (pass it as --conf)",
+                file=sys.stderr,
+            )
     result = dry_run(snapshot, conf, args.cycles, now=now, between_cycles=gc.collect)
     phases.mark("sessions")
     for w in result.warnings:

@@ -8,6 +8,7 @@ headers are bold and long cells wrap to fit.
 from __future__ import annotations
 
 import io
+import math
 import shutil
 import sys
 
@@ -22,12 +23,42 @@ from daemon.scheduler.model.resources import finite_quantities
 _UNBOUNDED_WIDTH = 1 << 20
 
 
+_BINARY_UNITS = ("Ki", "Mi", "Gi", "Ti", "Pi", "Ei")
+
+
+def human_bytes(amount: float) -> str:
+    """Memory for people, in the largest binary unit it reaches, as kubectl's tables show it:
+    `12Gi`, `1.5Gi`, `953.7Mi`, `512` (bytes below 1Ki); one decimal at most (the JSON output keeps
+    the exact quantity)."""
+    if not math.isfinite(amount):
+        return str(amount)
+    sign, b = ("-" if amount < 0 else ""), abs(amount)
+    if b < 1024:
+        return f"{sign}{math.ceil(b)}"
+    exp = min(int(math.log(b, 1024)), len(_BINARY_UNITS))
+    value = b / 1024**exp
+    if value >= 1024 and exp < len(_BINARY_UNITS):  # log's rounding just under a power
+        exp, value = exp + 1, value / 1024
+    shown = f"{value:.1f}".removesuffix(".0")
+    if shown == "1024" and exp < len(_BINARY_UNITS):
+        exp, shown = exp + 1, "1"
+    return f"{sign}{shown}{_BINARY_UNITS[exp - 1]}"
+
+
+def _human(quantities: dict[str, str], r: object) -> dict[str, str]:
+    from daemon.scheduler.model.resources import MEMORY, Resource
+
+    if isinstance(r, Resource) and MEMORY in quantities:
+        quantities = {**quantities, MEMORY: human_bytes(r.memory)}
+    return quantities
+
+
 def _fmt_res(r: object) -> str:
     from daemon.scheduler.model.resources import Resource
 
     if not isinstance(r, Resource):
         return "-"
-    q = finite_quantities(r)
+    q = _human(finite_quantities(r), r)
     return ", ".join(f"{k}={v}" for k, v in q.items() if k != "pods") or "-"
 
 
@@ -58,12 +89,13 @@ def text_table(headers: list[str], rows: list[list[str]], *, terminal_width: int
 
 
 def _fmt_written(r: object) -> str:
-    """A queue's written status.allocated as Volcano writes it (cpu and memory also when zero)."""
+    """A queue's written status.allocated as Volcano writes it (cpu and memory also when zero),
+    memory in human units (the JSON's `statusAllocated` is the exact quantity)."""
     from daemon.scheduler.model.resources import Resource, resource_list
 
     if not isinstance(r, Resource):
         return "-"
-    return ", ".join(f"{k}={v}" for k, v in resource_list(r).items() if k != "pods")
+    return ", ".join(f"{k}={v}" for k, v in _human(resource_list(r), r).items() if k != "pods")
 
 
 def render_table(res: DryRunResult, *, terminal_width: int | None = None) -> str:

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 
 class ManifestError(ValueError):
-    """Bad input; the message names the file, the document (0-based), the object and the field."""
+    """Bad input; the message names the file, the document, the object and the field.
+
+    `document` is the document's 0-based index in its file; the message counts documents from 1,
+    as people (and the line and column numbers beside them) do: "document 1" is the first."""
 
     def __init__(
         self, file: str, reason: str, *, document: int | None = None, obj: str = "", field: str = ""
@@ -16,7 +19,7 @@ class ManifestError(ValueError):
         self.reason = reason
         where = file
         if document is not None:
-            where += f": document {document}"
+            where += f": document {document + 1}"
             if obj:
                 where += f" ({obj})"
         if field:

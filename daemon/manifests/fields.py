@@ -71,7 +71,7 @@ class Doc:
         raise ManifestError(self.file, reason, document=self.index, obj=self.label, field=path)
 
     def where(self) -> str:
-        return f"{self.file} document {self.index}"
+        return f"{self.file} document {self.index + 1}"  # counted from 1, as in ManifestError
 
     def mapping(self, v: Any, path: str) -> Obj:
         if v is None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 from collections.abc import Iterable, Iterator
 from pathlib import Path
@@ -18,12 +19,48 @@ from daemon.manifests.yaml_split import PARALLEL_MIN_BYTES, SplitLoad, spare_cor
 _MANIFEST_SUFFIXES = (".yaml", ".yml", ".json")
 
 
-def load_objects(path: str | Path) -> list[tuple[str, int, Obj]]:
+# The top-level keys of a Volcano scheduler configuration (framework/conf.py reads them).
+_SCHEDULER_CONF_KEYS = frozenset({"actions", "tiers", "configurations", "metrics"})
+
+
+def is_scheduler_configuration(documents: list[Any]) -> bool:
+    """Whether a file's documents are a Volcano scheduler configuration rather than manifests: one
+    mapping (empty documents aside) with no `kind` or `apiVersion`, whose keys are the
+    configuration's own (`actions` or `tiers` among them)."""
+    docs = [d for d in documents if d is not None]
+    if len(docs) != 1 or not isinstance(docs[0], dict):
+        return False
+    keys = set(docs[0])
+    return bool(keys) and keys <= _SCHEDULER_CONF_KEYS and bool(keys & {"actions", "tiers"})
+
+
+def _peek_scheduler_configuration(
+    documents: Iterator[tuple[int, Any]],
+) -> tuple[Iterable[tuple[int, Any]], bool]:
+    """(the same documents, whether they are a scheduler configuration), reading ahead no further
+    than needed: a manifest file is told by its first non-empty document, so its errors still
+    come in document order (a bad List before a later syntax error)."""
+    ahead: list[tuple[int, Any]] = []
+    for index, doc in documents:
+        ahead.append((index, doc))
+        if doc is not None:
+            break
+    if not ahead or not is_scheduler_configuration([ahead[-1][1]]):
+        return itertools.chain(ahead, documents), False
+    ahead.extend(documents)  # a configuration-like first document: read the (small) rest
+    if is_scheduler_configuration([d for _, d in ahead]):
+        return [], True
+    return ahead, False
+
+
+def load_objects(path: str | Path, *, skipped: list[str] | None = None) -> list[tuple[str, int, Obj]]:
     """(file, document index, object) for a manifest file or every *.yaml/*.yml/*.json under a directory.
 
-    Directories are walked recursively in sorted path order, skipping hidden entries.  Empty
-    documents are skipped; `kind: List` (and typed lists such as PodList) are flattened, the
-    items keeping their list's document index.
+    Directories are walked recursively in sorted path order, skipping hidden entries, and skipping
+    a file that is a scheduler configuration (`is_scheduler_configuration`: an example's
+    `scheduler.yaml` beside its `cluster.yaml`), whose name is appended to `skipped`.  A directory
+    with no manifest file is bad input.  Empty documents are skipped; `kind: List` (and typed
+    lists such as PodList) are flattened, the items keeping their list's document index.
     """
     p = Path(path)
     if p.is_dir():
@@ -42,9 +79,21 @@ def load_objects(path: str | Path) -> list[tuple[str, int, Obj]]:
     else:
         raise ManifestError(str(p), "no such file or directory")
     out: list[tuple[str, int, Obj]] = []
+    confs: list[str] = []
     for f in files:
         name = str(f)
-        out.extend(_objects(name, _read_documents(f, name)))
+        documents: Iterable[tuple[int, Any]] = _read_documents(f, name)
+        if p.is_dir():
+            documents, is_conf = _peek_scheduler_configuration(iter(documents))
+            if is_conf:
+                confs.append(name)
+                continue
+        out.extend(_objects(name, documents))
+    if skipped is not None:
+        skipped.extend(confs)
+    if p.is_dir() and len(confs) == len(files):
+        also = f" (skipped {', '.join(confs)}: a scheduler configuration, for --conf)" if confs else ""
+        raise ManifestError(str(p), f"no manifest files (*.yaml, *.yml, *.json) in the directory{also}")
     return out
 
 
@@ -65,6 +114,8 @@ class PendingLoad:
         self._chunks: Iterator[list[Any]] | None = None  # the child's, once the first part parsed
         self.complete = False
         """Whether `read_ahead()` gave every object of the file."""
+        self.skipped: list[str] = []
+        """The scheduler configurations a directory's walk skipped (`load_objects`)."""
 
     def read_ahead(self) -> Iterator[list[tuple[str, int, Obj]]]:
         """A split file's objects part by part as they are read: the first part's (parsed here),
@@ -110,7 +161,7 @@ class PendingLoad:
                 return list(_objects(name, enumerate(docs)))
         if self._text:  # a part failed: one parser over the whole text decides (and words the error)
             return list(_objects(name, _yaml_documents(self._text, name)))
-        return load_objects(self._path)
+        return load_objects(self._path, skipped=self.skipped)
 
     def cancel(self) -> None:
         """Drop the load: the child stopped, the documents read ahead released."""

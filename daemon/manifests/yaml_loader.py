@@ -20,7 +20,7 @@ its constructors, and changes only how they are driven:
   once, turns the snapshot build's look-ups into identity checks (~20% of the build) and lets a
   pickle of the documents (daemon/manifests/yaml_split.py) hold each text once (a third the size).
 
-tests/test_yaml_loader.py checks `load_all` against `yaml.load_all(..., SafeLoader)`.
+tests/manifests/test_yaml_loader.py checks `load_all` against `yaml.load_all(..., SafeLoader)`.
 """
 
 from __future__ import annotations

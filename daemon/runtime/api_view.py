@@ -52,6 +52,8 @@ class Readiness(Protocol):
 
     def leadership(self) -> tuple[bool | None, str]: ...
 
+    def config_warnings(self) -> list[str]: ...
+
 
 __all__ = ["LiveView", "ReadOnlyView", "StateReader", "job_detail"]
 
@@ -365,6 +367,9 @@ class LiveView(_ViewBase):
     def is_ready(self) -> bool:
         return bool(self._service.ready)
 
+    def config_warnings(self) -> list[str]:
+        return self._service.config_warnings()
+
     def leadership(self) -> tuple[bool | None, str]:
         """(whether this replica leads, the lease holder), or (None, "") without leader election."""
         leading, leader = self._service.leadership()
@@ -433,6 +438,10 @@ class ReadOnlyView(_ViewBase):
 
     def is_ready(self) -> bool:
         return self._caught_up
+
+    def config_warnings(self) -> list[str]:
+        """None: `fumarole serve` runs no configuration (the log's `config.recorded` holds the texts)."""
+        return []
 
     def folded_seq(self) -> int:
         return self._projection.seq

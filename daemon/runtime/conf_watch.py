@@ -1,5 +1,6 @@
 """The scheduler configuration in force: loaded from a file (or the bundled default), reloaded
-when the file changes; a bad new file is reported and the last good configuration stays.
+when the file changes; a bad new file is reported and the last good configuration stays.  The
+parse itself is the core's (`daemon/scheduler/framework/conf_check.py`; re-exported here).
 
 `poll()` returns the events to record: `ConfigurationRecorded` when the text in force changes
 (and once at start when the log does not hold it yet), `ConfigurationRejected` for a bad file
@@ -14,13 +15,8 @@ from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
-from daemon.scheduler.framework.conf import ConfError, SchedulerConf, parse_conf
-from daemon.scheduler.framework.registry import (
-    ACTIONS,
-    KNOWN_UNIMPLEMENTED_ACTIONS,
-    PLUGINS,
-    VOLCANO_ONLY_PLUGINS,
-)
+from daemon.scheduler.framework.conf import SchedulerConf
+from daemon.scheduler.framework.conf_check import ConfError, parse_scheduler_conf
 from store.events import ConfigurationRecorded, ConfigurationRejected, Event
 
 __all__ = ["ActiveConf", "ConfError", "ConfWatcher", "bundled_conf_text", "conf_hash", "parse_scheduler_conf"]
@@ -37,30 +33,6 @@ def conf_hash(text: str) -> str:
 
 def bundled_conf_text() -> str:
     return (resources.files("daemon") / "examples" / BUNDLED_CONF).read_text()
-
-
-def parse_scheduler_conf(text: str, source: str, *, strict: bool = False) -> SchedulerConf:
-    """Parse and check a Volcano configuration; raises ConfError naming the source and key.
-
-    Volcano skips what it does not know (a plugin name, a flag for a feature it lacks) with a
-    warning, and so do we; with `strict` any such warning is an error instead.
-    """
-    conf = parse_conf(
-        text,
-        source=source,
-        known_actions=frozenset(ACTIONS) | KNOWN_UNIMPLEMENTED_ACTIONS,
-        known_plugins=frozenset(PLUGINS),
-        volcano_only_plugins=VOLCANO_ONLY_PLUGINS,
-    )
-    if strict and conf.warnings:
-        raise ConfError(f"{'; '.join(conf.warnings)} (strict: a configuration warning is an error)")
-    missing = [a for a in conf.actions if a not in ACTIONS]
-    if missing:
-        raise ConfError(
-            f"{source}: actions: {', '.join(missing)} not implemented in this version of Fumarole "
-            f"(implemented: {', '.join(sorted(ACTIONS))})"
-        )
-    return conf
 
 
 @dataclass(slots=True)

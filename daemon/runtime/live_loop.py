@@ -27,10 +27,11 @@ loop finishes its running cycle, lets the dispatcher forward what it decided, an
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import time
 import typing
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import anyio
 
@@ -40,8 +41,43 @@ from store.events import ClockAdvanced, ConfigurationRecorded, ObservedEvent
 if TYPE_CHECKING:
     from daemon.adapters.base import LiveCluster
     from daemon.runtime.dispatch import Dispatcher
-    from daemon.runtime.session_loop import CycleRunner
+    from daemon.runtime.session_loop import CycleRunner, CycleSummary
+    from daemon.runtime.settings import Settings
+    from daemon.runtime.systemd import Notifier
     from daemon.runtime.writer import Writer
+
+
+class RunCounts(Protocol):
+    """The run's tallies the loop reports when it stops."""
+
+    cycles: int
+    binds: int
+    evictions: int
+
+
+class LiveService(Protocol):
+    """What the live loop asks of the daemon that runs it (daemon/runtime/service.py `Service`):
+    its settings, its stop request and start-up waits, its readiness and systemd notifier, its
+    output line, its tallies and snapshots."""
+
+    settings: Settings
+    stop_requested: bool
+    ready: bool
+    notifier: Notifier
+
+    @property
+    def stats(self) -> RunCounts: ...
+
+    def stoppable(self) -> contextlib.AbstractContextManager[anyio.CancelScope]: ...
+
+    async def wait_for_stop(self) -> None: ...
+
+    def say(self, line: str) -> None: ...
+
+    def account(self, s: CycleSummary) -> None: ...
+
+    async def save_snapshot(self, event_log: Any, projection: Any) -> None: ...
+
 
 log = logging.getLogger("fumarole.live")
 
@@ -85,7 +121,7 @@ def wall_ms() -> int:
 
 
 async def run_live(
-    service: Any,
+    service: LiveService,
     adapter: LiveCluster,
     writer: Writer,
     dispatcher: Dispatcher,
@@ -105,9 +141,12 @@ async def run_live(
         tg.start_soon(adapter.run_election)
         with service.stoppable() as listing:
             listed = await adapter.list_all()
-        if listing.cancelled_caught or service.stop_requested:
+        stopped_listing = (
+            listing.cancelled_caught or service.stop_requested
+        )  # (no narrowing: a signal sets it)
+        if stopped_listing:
             tg.cancel_scope.cancel()
-            service._say("stopped before the cluster was listed")
+            service.say("stopped before the cluster was listed")
             return 0
         events, keys = listed
         await submit(events, keys)
@@ -121,7 +160,7 @@ async def run_live(
             delay = next_tick - time.monotonic()
             if delay > 0:
                 with anyio.move_on_after(delay):
-                    await service._stop_ev.wait()
+                    await service.wait_for_stop()
                 continue
             next_tick = max(next_tick + period, time.monotonic())
             if not adapter.leading:
@@ -137,11 +176,11 @@ async def run_live(
             await writer.submit([ClockAdvanced(at_ms=max(wall_ms(), runner.projection.now_ms))])
             adapter.deciding(runner.projection.seq + 1)
             summary = await runner.run_cycle(writer)
-            service._account(summary)
-            await service._save_snapshot(event_log, runner.projection)
+            service.account(summary)
+            await service.save_snapshot(event_log, runner.projection)
             due.ran(summary.watermark, decided=summary.decided, at=time.monotonic())
             if summary.decided:
-                service._say(
+                service.say(
                     f"cycle={runner.cycle} binds+={summary.binds} evictions+={summary.evictions} "
                     f"bound={summary.bound} pending={summary.pending} forwarded={dispatcher.forwarded}"
                 )
@@ -149,7 +188,7 @@ async def run_live(
         with anyio.move_on_after(10):
             await dispatcher.wait_until(runner.projection.seq)
         tg.cancel_scope.cancel()
-    service._say(
+    service.say(
         f"stopped: {service.stats.cycles} cycles this run, {service.stats.binds} binds, "
         f"{service.stats.evictions} evictions decided; {dispatcher.forwarded} forwarded"
     )

@@ -120,6 +120,8 @@ class Service:
         self.faults = FaultInjection()
         self.adapter: Any = None
         self.shared: SharedLogLeader | None = None  # with --db postgresql://…: this replica's leadership
+        self._conf: ConfWatcher | None = None  # the configuration in force, once checked
+        self._runner: CycleRunner | None = None  # the cycles, once the log is open
 
     # ------------------------------------------------------------------ start-up
     def _make_adapter(self) -> Any:
@@ -177,14 +179,14 @@ class Service:
                 for sig in STOP_SIGNALS:
                     loop.remove_signal_handler(sig)
                 hold_signals()
-        self._say("stopped at once (second signal)")
+        self.say("stopped at once (second signal)")
         return 0
 
     async def _run(self) -> int:
         s = self.settings
         # Every check comes before anything is created: bad input, a data directory another
         # daemon holds or a port in use change nothing on disk.
-        conf = ConfWatcher(s.scheduler_conf or None, strict=s.strict)
+        conf = self._conf = ConfWatcher(s.scheduler_conf or None, strict=s.strict)
         adapter = self.adapter = self._make_adapter()
         if not isinstance(adapter, LiveCluster):
             return await self._run_checked(conf, adapter)
@@ -192,7 +194,7 @@ class Service:
             with self.stoppable() as connecting:
                 await self._connect(adapter)
             if connecting.cancelled_caught:
-                self._say("stopped before the start-up checks were done")
+                self.say("stopped before the start-up checks were done")
                 return 0
             return await self._run_checked(conf, adapter)
         finally:
@@ -275,7 +277,7 @@ class Service:
                             await standby[1].close()
                     standing_by.cancel_scope.cancel()
             if leading:
-                self._say(f"leading the shared log {redact_dsn(s.db)} (epoch {shared.epoch})")
+                self.say(f"leading the shared log {redact_dsn(s.db)} (epoch {shared.epoch})")
                 tg.start_soon(shared.keep_lease, tg.cancel_scope.cancel)
                 rc = await self._run_with_log(event_log, conf, adapter, api_socket)
             tg.cancel_scope.cancel()
@@ -305,13 +307,13 @@ class Service:
         await web.SockSite(runner, sock.dup()).start()
         bound = sock.getsockname()[:2]
         self.listen_address = (str(bound[0]), int(bound[1]))
-        self._say(f"REST API on http://{bound[0]}:{bound[1]}")  # the first line, as when leading
+        self.say(f"REST API on http://{bound[0]}:{bound[1]}")  # the first line, as when leading
         log.info("standing by: the REST API is read-only, following the shared log")
         return runner, view
 
     def _standby(self, line: str) -> None:
         self.notifier.status(line)
-        self._say(line)
+        self.say(line)
 
     def _may_write(self) -> bool:
         """False once this replica lost the lease of a shared log (its writes would be refused)."""
@@ -320,6 +322,13 @@ class Service:
     def _db_label(self) -> str:
         s = self.settings
         return redact_dsn(s.db) if s.db else str(s.db_path)
+
+    def config_warnings(self) -> list[str]:
+        """What the configuration in force draws a warning for (skipped, as Volcano does), and
+        the sessions' own warnings so far: `/readyz` (`config_warnings`) and the summary."""
+        if self._runner is not None:
+            return self._runner.warnings()
+        return list(self._conf.active.conf.warnings) if self._conf is not None else []
 
     def leadership(self) -> tuple[bool | None, str]:
         """With leader election: (whether this replica leads, the lease holder); else (None, "")."""
@@ -409,7 +418,7 @@ class Service:
             batch=self.faults.dispatch_batch or 2000,
             concurrency=adapter.concurrency if isinstance(adapter, LiveCluster) else 1,
         )
-        runner = CycleRunner(projection, conf, tracer_provider=self.tracer_provider)
+        runner = self._runner = CycleRunner(projection, conf, tracer_provider=self.tracer_provider)
         runner.cycle = projection.last_cycle
         conf.mark_recorded(projection.conf_hash or None)
 
@@ -435,15 +444,15 @@ class Service:
                 self.notifier.ready("caught up with the log")
                 rc = await self._simulate(adapter, writer, dispatcher, runner, lockstep, event_log)
                 if rc == 0 and self.settings.serve and not self.stop_requested:
-                    self._say("workload drained; serving the API until SIGTERM")
-                    await self._wait_for_stop()
+                    self.say("workload drained; serving the API until SIGTERM")
+                    await self.wait_for_stop()
             finally:
                 if api_runner is not None:
                     with anyio.CancelScope(shield=True):
                         await api_runner.cleanup()
                 if self._may_write():
                     with anyio.CancelScope(shield=True):
-                        await self._save_snapshot(event_log, projection, force=True)
+                        await self.save_snapshot(event_log, projection, force=True)
                 tg.cancel_scope.cancel()
         return rc
 
@@ -482,15 +491,15 @@ class Service:
                     await writer.submit(advanced)
             # The cycle follows its advance, also one that moved nothing (the source is exhausted).
             summary = await runner.run_cycle(writer)
-            self._account(summary)
+            self.account(summary)
             if summary.last_decision_seq:
                 await dispatcher.wait_until(summary.last_decision_seq)
-            await self._save_snapshot(event_log, runner.projection)
+            await self.save_snapshot(event_log, runner.projection)
             self._progress(sim, runner, summary)
         await self._summary(sim, runner, event_log, drained=False, interrupted=True)
         return 0
 
-    def _account(self, s: CycleSummary) -> None:
+    def account(self, s: CycleSummary) -> None:
         st = self.stats
         st.cycles += 1
         st.binds += s.binds
@@ -500,7 +509,7 @@ class Service:
         st.cycle_seconds += s.seconds
         st.last = s
 
-    async def _save_snapshot(
+    async def save_snapshot(
         self, event_log: SqliteEventLog | PostgresEventLog, projection: Any, *, force: bool = False
     ) -> None:
         from daemon.cache import save_projection
@@ -512,7 +521,8 @@ class Service:
             self._snapshot_seq = seq
 
     # ------------------------------------------------------------------ output
-    def _say(self, line: str) -> None:
+    def say(self, line: str) -> None:
+        """One line on stdout (progress, the summary, what the daemon did)."""
         print(line, file=self.out, flush=True)
 
     def _progress(self, sim: Any, runner: CycleRunner, s: CycleSummary) -> None:
@@ -526,7 +536,7 @@ class Service:
             f"binds+={self.stats.binds} evictions={self.stats.evictions} shares[{shares}]"
         )
         self.notifier.status(line)
-        self._say(line)
+        self.say(line)
 
     async def _summary(
         self, sim: Any, runner: CycleRunner, event_log: Any, *, drained: bool, interrupted: bool = False
@@ -558,9 +568,16 @@ class Service:
                 f"   (the log in {self.settings.data_dir} already holds this finished run; "
                 "remove it or pass --data-dir to start a new one)"
             )
+        warnings = runner.warnings()
+        if warnings:
+            lines.append(
+                f"   {len(warnings)} configuration warning(s): skipped, as Volcano skips them "
+                "(--strict refuses such a configuration):"
+            )
+            lines.extend(f"     warning: {w}" for w in warnings)
         lines.append(f"   log: {self._db_label()}  (inspect: fumarole events / replay --db ...)")
         for line in lines:
-            self._say(line)
+            self.say(line)
 
     # ------------------------------------------------------------------ signals, watchdog, API
     def _on_signal(self, signum: int) -> None:
@@ -602,7 +619,7 @@ class Service:
         finally:
             self._hard.remove(scope)
 
-    async def _wait_for_stop(self) -> None:
+    async def wait_for_stop(self) -> None:
         await self._stop_ev.wait()
 
     async def _watchdog(self) -> None:
@@ -632,7 +649,7 @@ class Service:
         bound = sock.getsockname()[:2]
         self.listen_address = (str(bound[0]), int(bound[1]))
         log.info("REST API listening on http://%s:%d", *self.listen_address)
-        self._say(f"REST API on http://{self.listen_address[0]}:{self.listen_address[1]}")
+        self.say(f"REST API on http://{self.listen_address[0]}:{self.listen_address[1]}")
         return runner
 
 

@@ -95,7 +95,7 @@ class CycleRunner:
         self.tracer = (tracer_provider or trace.get_tracer_provider()).get_tracer(TRACER_NAME)
         self.tracer_provider = tracer_provider
         self.cycle = 0
-        self._warned: set[str] = set()
+        self._warned: dict[str, None] = {}  # every warning the sessions gave, once, in order
         self.heap = HeapSettler()
         self.memo = SessionMemo()
         # What sessions derive from each node, handed from one cycle's snapshot to the next
@@ -104,6 +104,14 @@ class CycleRunner:
         self.derived = NodeDerived(keep_jobs=True)
         # The snapshot's task figures, kept job by job across cycles (job_tally.py).
         self.tally = JobTally()
+
+    def warnings(self) -> list[str]:
+        """The warnings of the configuration in force (an unknown plugin name, an unsupported
+        flag: skipped, as Volcano skips them), then those the sessions of this run gave (a
+        plugin's word on its arguments), each once: the run's summary and `/readyz` repeat them."""
+        seen = dict.fromkeys(self.conf.active.conf.warnings)
+        seen.update(self._warned)
+        return list(seen)
 
     async def run_cycle(self, writer: Writer) -> CycleSummary:
         conf_events = self.conf.poll()
@@ -192,7 +200,7 @@ class CycleRunner:
                 summary.queue_shares[q] = float(share)
         for w in decisions.result.warnings:
             if w not in self._warned:
-                self._warned.add(w)
+                self._warned[w] = None
                 log.warning("scheduler: %s", w)
         if log.isEnabledFor(logging.DEBUG):
             log.debug(

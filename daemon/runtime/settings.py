@@ -212,6 +212,10 @@ def check_settings(s: Settings) -> None:
         raise SettingsError(
             f"db: {s.db!r} is not a postgresql:// URL (the SQLite log lives in data_dir; leave db empty)"
         )
+    if not s.db and Path(s.data_dir).exists() and not Path(s.data_dir).is_dir():
+        raise SettingsError(
+            f"data_dir: {s.data_dir} is a file, not a directory (the log goes in DIR/fumarole.db)"
+        )
     if s.schedule_period <= 0:
         raise SettingsError(f"schedule_period: must be positive, got {s.schedule_period}")
     if s.snapshot_every < 1:

@@ -81,7 +81,7 @@ def test_bad_submit_at_names_file_document_object_and_field(tmp_path: Path) -> N
         Simulator.from_files(c, w)
     msg = str(e.value)
     assert msg.startswith(
-        f"{w}: document 0 (Job ns/j): metadata.annotations.fumarole.io/submit-at: bad duration"
+        f"{w}: document 1 (Job ns/j): metadata.annotations.fumarole.io/submit-at: bad duration"
     )
 
 
@@ -129,10 +129,10 @@ def test_malformed_manifest_field_errors_come_from_the_manifest_loader(tmp_path:
 
 def test_cluster_kinds_and_workload_kinds_do_not_mix(tmp_path: Path) -> None:
     c, w = write(tmp_path, CLUSTER + "---\n" + JOB.format(at="0s", dur="1s"), "")
-    with pytest.raises(ManifestError, match=r"document 2 .*kind: Job does not belong in the cluster file"):
+    with pytest.raises(ManifestError, match=r"document 3 .*kind: Job does not belong in the cluster file"):
         Simulator.from_files(c, w)
     c, w = write(tmp_path, CLUSTER, JOB.format(at="0s", dur="1s") + "---\n" + CLUSTER)
-    with pytest.raises(ManifestError, match=r"document 1 .*kind: Node does not belong in the workload"):
+    with pytest.raises(ManifestError, match=r"document 2 .*kind: Node does not belong in the workload"):
         Simulator.from_files(c, w)
 
 

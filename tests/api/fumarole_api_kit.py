@@ -99,6 +99,9 @@ class FakeService:
     def leadership(self) -> tuple[bool | None, str]:
         return None, ""
 
+    def config_warnings(self) -> list[str]:
+        return []
+
 
 class LiveFixture:
     """A LiveView over a log file with its writer task running (close() stops both)."""

@@ -44,7 +44,12 @@ async def _get(client: Any, url: str, status: int = 200) -> Any:
 async def test_health_and_ready(client: Any, history: tuple[Path, dict[str, Any]]) -> None:
     assert await _get(client, "/healthz") == {"status": "ok"}
     ready = await _get(client, "/readyz")
-    assert ready == {"ready": True, "folded_seq": history[1]["last"], "last_seq": history[1]["last"]}
+    assert ready == {
+        "ready": True,
+        "folded_seq": history[1]["last"],
+        "last_seq": history[1]["last"],
+        "config_warnings": [],
+    }
     client.fx.view._service.ready = False
     assert (await _get(client, "/readyz", 503))["ready"] is False
 

@@ -77,7 +77,7 @@ def test_bad_manifest_exits_2_naming_file_document_and_field(tmp_path: Path) -> 
     )
     p = fumarole("schedule", "--cluster", str(bad))
     assert p.returncode == 2
-    assert "bad.yaml" in p.stderr and "document 1" in p.stderr and "requests.cpu" in p.stderr
+    assert "bad.yaml" in p.stderr and "document 2" in p.stderr and "requests.cpu" in p.stderr
     assert p.stdout == ""
 
 

@@ -1,4 +1,4 @@
-"""daemon/table.py: rich-rendered tables, plain text for pipes and files, styled in a terminal."""
+"""daemon/cli/tables.py: rich-rendered tables, plain text for pipes and files, styled in a terminal."""
 
 from __future__ import annotations
 

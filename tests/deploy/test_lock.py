@@ -2,10 +2,16 @@
 
 from __future__ import annotations
 
+import importlib.metadata
+import os
 import re
+import subprocess
+import sys
 import tomllib
 from pathlib import Path
 
+import pytest
+from packaging.markers import default_environment
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
@@ -77,13 +83,131 @@ def test_every_pin_is_exact_and_hashed() -> None:
                 assert hashes, f"{path.name}: {pin} has no --hash"
 
 
-def test_bootstrap_installs_the_lock_and_reinstalls_when_it_changes() -> None:
+def _runtime_closure() -> set[str]:
+    """Every distribution fumarole's runtime needs here (its dependencies and the kubernetes
+    extra, transitively, markers evaluated for this interpreter), read from the installed metadata."""
+    env = default_environment()
+
+    def applies(req: Requirement, extras: set[str]) -> bool:
+        return req.marker is None or any(req.marker.evaluate({**env, "extra": e}) for e in {"", *extras})
+
+    stack = [
+        r
+        for r in map(Requirement, importlib.metadata.requires("fumarole") or [])
+        if applies(r, {"kubernetes"})
+    ]
+    seen: set[tuple[str, frozenset[str]]] = set()
+    names: set[str] = set()
+    while stack:
+        req = stack.pop()
+        key = (canonicalize_name(req.name), frozenset(req.extras))
+        if key in seen:
+            continue
+        seen.add(key)
+        names.add(key[0])
+        for sub in map(Requirement, importlib.metadata.requires(req.name) or []):
+            if applies(sub, set(req.extras)):
+                stack.append(sub)
+    return names
+
+
+def test_runtime_lock_is_exactly_what_the_daemon_needs() -> None:
+    """Complete (every distribution the runtime imports, transitively) and lean (none that only
+    the tests need: pytest, mypy, ruff, schemathesis, playwright and what they pull in)."""
+    runtime, dev = _lock(RUNTIME_LOCK), _lock(DEV_LOCK)
+    needed = _runtime_closure()
+    missing = needed - set(runtime)
+    assert not missing, f"requirements/runtime.txt lacks {sorted(missing)} (run bash scripts/lock.sh)"
+    env = default_environment()
+    elsewhere = {  # pinned only for other platforms (markers false here)
+        name
+        for name, pins in runtime.items()
+        if all(p.marker and not p.marker.evaluate(env) for p, _ in pins)
+    }
+    extra = set(runtime) - needed - elsewhere
+    assert not extra, f"requirements/runtime.txt carries {sorted(extra)}, which the daemon does not need"
+    dev_only = set(dev) - needed - elsewhere
+    for tool in ("pytest", "hypothesis", "mypy", "ruff", "schemathesis", "playwright", "import-linter"):
+        assert tool in dev_only, tool
+    assert not dev_only & set(runtime)
+
+
+def _venv_script(tmp_path: Path, *argv: str) -> subprocess.CompletedProcess[str]:
+    """Run a script of scripts/ with its virtualenv in tmp_path/venv: a real venv without pip,
+    so the bootstrap gets as far as choosing the lock, says which, and fails at `pip install`
+    (nothing is downloaded)."""
+    venv = tmp_path / "venv"
+    if not venv.exists():
+        subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+    env = {**os.environ, "FUMAROLE_VENV": str(venv), "PIP_NO_INDEX": "1"}
+    return subprocess.run(["bash", *argv], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60)
+
+
+def test_run_sh_on_a_fresh_clone_installs_the_runtime_lock_only(tmp_path: Path) -> None:
+    done = _venv_script(tmp_path, str(ROOT / "scripts" / "run.sh"), "--version")
+    assert done.returncode != 0  # no pip in the venv: stopped at the install
+    assert "==> installing requirements/runtime.txt and fumarole (editable)" in done.stderr, done.stderr
+    assert "requirements/dev.txt" not in done.stderr
+    assert not (tmp_path / "venv" / ".fumarole-install-stamp").exists()
+
+
+def test_test_sh_installs_the_dev_lock(tmp_path: Path) -> None:
+    done = _venv_script(tmp_path, str(ROOT / "scripts" / "test.sh"))
+    assert done.returncode != 0
+    assert "==> installing requirements/dev.txt and fumarole (editable)" in done.stderr, done.stderr
+
+
+def _plan(tmp_path: Path, level: str, stamp: str | None) -> str:
+    venv = tmp_path / "venv"
+    if not venv.exists():
+        subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+    if stamp is None:
+        (venv / ".fumarole-install-stamp").unlink(missing_ok=True)
+    else:
+        (venv / ".fumarole-install-stamp").write_text(stamp + "\n")
+    script = f'source scripts/venv.sh && fumarole_venv_plan "$PWD" {level}'
+    env = {**os.environ, "FUMAROLE_VENV": str(venv)}
+    return subprocess.run(
+        ["bash", "-c", script], cwd=ROOT, env=env, capture_output=True, text=True, check=True
+    ).stdout.strip()
+
+
+def _hash(level: str) -> str:
+    script = f'source scripts/venv.sh && fumarole_venv_hash "$PWD" {level}'
+    return subprocess.run(
+        ["bash", "-c", script], cwd=ROOT, capture_output=True, text=True, check=True
+    ).stdout.strip()
+
+
+@pytest.mark.parametrize(
+    ("level", "stamp", "plan"),
+    [
+        ("runtime", None, "runtime"),  # a fresh venv: run.sh installs the runtime lock
+        ("dev", None, "dev"),
+        ("runtime", "runtime {runtime}", "ready"),
+        ("dev", "runtime {runtime}", "dev"),  # test after run: the dev lock on top
+        ("runtime", "dev {dev}", "ready"),  # run after test: the test venv serves as it is
+        ("runtime", "dev 0000", "dev"),  # ... and after a lock change it stays a test venv
+        ("dev", "dev {dev}", "ready"),
+        ("runtime", "runtime 0000", "runtime"),  # the lock changed: reinstall
+        ("runtime", "{dev}", "ready"),  # a stamp from before the two locks: a dev install
+    ],
+)
+def test_venv_plan_chooses_the_lock_and_never_downgrades_a_test_venv(
+    tmp_path: Path, level: str, stamp: str | None, plan: str
+) -> None:
+    if stamp is not None:
+        stamp = stamp.format(runtime=_hash("runtime"), dev=_hash("dev"))
+    assert _plan(tmp_path, level, stamp) == plan
+
+
+def test_bootstrap_installs_a_lock_hash_checked_and_stamps_it() -> None:
     venv = (ROOT / "scripts" / "venv.sh").read_text()
-    assert "--require-hashes -r requirements/dev.txt" in venv
+    assert '--require-hashes -r "$lock"' in venv and 'lock="requirements/$plan.txt"' in venv
     assert "--no-deps -e ." in venv
-    # the install stamp hashes the lock, so a lock change reinstalls
-    stamp = venv[venv.index("want=") : venv.index("print(h.hexdigest())")]
-    assert '"requirements/dev.txt"' in stamp and '"pyproject.toml"' in stamp
-    for script in ("run.sh", "test.sh"):
+    # the install stamp hashes pyproject.toml and the level's lock, so a lock change reinstalls
+    stamp = venv[venv.index("fumarole_venv_hash() {") : venv.index("print(h.hexdigest())")]
+    assert '"requirements/{sys.argv[1]}.txt"' in stamp and '"pyproject.toml"' in stamp
+    for script, level in (("run.sh", "runtime"), ("test.sh", "dev")):
         text = (ROOT / "scripts" / script).read_text()
-        assert 'source "$ROOT/scripts/venv.sh"' in text and 'fumarole_venv "$ROOT"' in text, script
+        assert 'source "$ROOT/scripts/venv.sh"' in text and f'fumarole_venv "$ROOT" {level}' in text, script

@@ -1,4 +1,4 @@
-"""daemon.collector.collector_paused: the collector is off inside and its previous state comes back."""
+"""daemon.gc_pause.collector_paused: the collector is off inside and its previous state comes back."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import gc
 
 import pytest
 
-from daemon.collector import collector_paused
+from daemon.gc_pause import collector_paused
 
 
 def test_collector_is_off_inside_and_restored_after_an_error() -> None:

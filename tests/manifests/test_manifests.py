@@ -661,7 +661,7 @@ def test_volcano_job_template_limits_do_not_count_for_min_resources() -> None:
 
 def test_volcano_job_errors() -> None:
     msg = error_of(vcjob(tasks=[]))
-    assert "document 0 (Job ns1/job): spec.tasks: no task specified" in msg
+    assert "document 1 (Job ns1/job): spec.tasks: no task specified" in msg
     msg = error_of(vcjob(tasks=[task_spec("a", 1, {"cpu": "1"}, minAvailable=2)]))
     assert "spec.tasks[0].minAvailable" in msg
     msg = error_of(vcjob(minAvailable=5, tasks=[task_spec("a", 1, {"cpu": "1"})]))
@@ -671,7 +671,7 @@ def test_volcano_job_errors() -> None:
     msg = error_of(vcjob(tasks=[task_spec("a", 1, {"cpu": "lots"})]))
     assert "spec.tasks[0].template.spec.containers[0].resources.requests.cpu: bad quantity" in msg
     msg = error_of(vcjob(tasks=[task_spec("a", 1, {"cpu": "1"})]), pod("job-a-0"))
-    assert "document 0 (Job ns1/job): spec.tasks[0]: duplicate Pod ns1/job-a-0" in msg
+    assert "document 1 (Job ns1/job): spec.tasks[0]: duplicate Pod ns1/job-a-0" in msg
 
 
 # ------------------------------------------------------------------------------------ loading
@@ -751,7 +751,7 @@ def test_yaml_syntax_error_names_file_and_line(tmp_path: Path) -> None:
     with pytest.raises(ManifestError) as ei:
         load_objects(p)
     msg = str(ei.value)
-    assert msg.startswith(f"{p}: document 1")
+    assert msg.startswith(f"{p}: document 2")
     assert "line " in msg and "YAML syntax error" in msg
 
 
@@ -763,7 +763,7 @@ def test_json_syntax_error_names_file_and_line(tmp_path: Path) -> None:
 
 def test_non_mapping_document(tmp_path: Path) -> None:
     p = write(tmp_path, "x.yaml", "just text\n")
-    with pytest.raises(ManifestError, match=r"x\.yaml: document 0: expected a mapping"):
+    with pytest.raises(ManifestError, match=r"x\.yaml: document 1: expected a mapping"):
         load_objects(p)
 
 
@@ -790,7 +790,7 @@ def test_error_names_file_document_object_and_field(tmp_path: Path) -> None:
         load_snapshot(p)
     e = ei.value
     assert str(e).startswith(
-        f'{p}: document 1 (Pod c1/p1): spec.containers[0].resources.requests.cpu: bad quantity "1x": '
+        f'{p}: document 2 (Pod c1/p1): spec.containers[0].resources.requests.cpu: bad quantity "1x": '
     )
     assert (e.file, e.document, e.obj, e.field) == (
         str(p),
@@ -822,9 +822,9 @@ def test_error_names_file_document_object_and_field(tmp_path: Path) -> None:
         (pclass("x", "high"), "(PriorityClass x): value: expected an integer"),
         (
             {"apiVersion": "v1", "kind": "Pod", "metadata": {"namespace": "a"}},
-            "document 0 (Pod): metadata.name: required",
+            "document 1 (Pod): metadata.name: required",
         ),
-        ({"apiVersion": "v1", "kind": "Pod", "metadata": []}, "document 0: metadata: expected a mapping"),
+        ({"apiVersion": "v1", "kind": "Pod", "metadata": []}, "document 1: metadata: expected a mapping"),
         (
             pod("p", meta={"creationTimestamp": "yesterday"}),
             'metadata.creationTimestamp: bad timestamp "yesterday"',
@@ -835,13 +835,13 @@ def test_error_names_file_document_object_and_field(tmp_path: Path) -> None:
 )
 def test_type_errors_name_the_field(obj: dict[str, Any], expected: str) -> None:
     msg = error_of(obj)
-    assert msg.startswith("t.yaml: document 0")
+    assert msg.startswith("t.yaml: document 1")
     assert expected in msg
 
 
 def test_unknown_kind_lists_supported_kinds() -> None:
     msg = error_of(node("n"), {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "j"}})
-    assert msg.startswith('t.yaml: document 1: kind: unsupported kind "batch/v1 Job"; supported kinds: ')
+    assert msg.startswith('t.yaml: document 2: kind: unsupported kind "batch/v1 Job"; supported kinds: ')
     for kind in (
         "v1 Node",
         "v1 Pod",
@@ -854,12 +854,12 @@ def test_unknown_kind_lists_supported_kinds() -> None:
 def test_duplicates_are_errors() -> None:
     msg = error_of(pod("p"), pod("p"))
     assert msg.startswith(
-        "t.yaml: document 1 (Pod ns1/p): metadata.name: duplicate Pod ns1/p (first in t.yaml document 0)"
+        "t.yaml: document 2 (Pod ns1/p): metadata.name: duplicate Pod ns1/p (first in t.yaml document 1)"
     )
     # Same name in another namespace or of another kind is fine.
     snap(podgroup("x"), pod("x", group="x"), pod("x", ns="ns2", group="x"))
     msg = error_of(pod("a", meta={"uid": "u"}), pod("b", meta={"uid": "u"}))
-    assert 'document 1 (Pod ns1/b): metadata.uid: duplicate pod uid "u"' in msg
+    assert 'document 2 (Pod ns1/b): metadata.uid: duplicate pod uid "u"' in msg
 
 
 def test_determinism() -> None:

@@ -199,7 +199,7 @@ def test_a_bad_value_is_bad_input_naming_file_and_document(tmp_path: Path) -> No
     with pytest.raises(ManifestError) as e:
         load_objects(p)
     msg = str(e.value)
-    assert str(p) in msg and "document 1" in msg and "month must be in 1..12" in msg
+    assert str(p) in msg and "document 2" in msg and "month must be in 1..12" in msg
 
 
 def test_bad_yaml_still_names_file_and_document(tmp_path: Path) -> None:
@@ -208,7 +208,7 @@ def test_bad_yaml_still_names_file_and_document(tmp_path: Path) -> None:
     with pytest.raises(ManifestError) as e:
         load_objects(p)
     msg = str(e.value)
-    assert str(p) in msg and "document 1" in msg and "YAML syntax error" in msg
+    assert str(p) in msg and "document 2" in msg and "YAML syntax error" in msg
 
 
 @pytest.mark.parametrize(

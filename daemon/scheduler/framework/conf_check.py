@@ -1,0 +1,41 @@
+"""A Volcano scheduler configuration checked against what this Fumarole implements: the one
+parse every command uses (`fumarole schedule`, `replay --conf`, the daemon's configuration
+watcher), on top of `conf.parse_conf` (which knows Volcano's format) and the registries (which
+know the actions and plugins that exist here)."""
+
+from __future__ import annotations
+
+from daemon.scheduler.framework.conf import ConfError, SchedulerConf, parse_conf
+from daemon.scheduler.framework.registry import (
+    ACTIONS,
+    KNOWN_UNIMPLEMENTED_ACTIONS,
+    PLUGINS,
+    VOLCANO_ONLY_PLUGINS,
+)
+
+__all__ = ["ConfError", "parse_scheduler_conf"]
+
+
+def parse_scheduler_conf(text: str, source: str, *, strict: bool = False) -> SchedulerConf:
+    """Parse and check a Volcano configuration; raises ConfError naming the source and key.
+
+    Volcano skips what it does not know (a plugin name, a flag for a feature it lacks) with a
+    warning, and so do we; with `strict` any such warning is an error instead.  An action that
+    Volcano has and this Fumarole does not is always an error.
+    """
+    conf = parse_conf(
+        text,
+        source=source,
+        known_actions=frozenset(ACTIONS) | KNOWN_UNIMPLEMENTED_ACTIONS,
+        known_plugins=frozenset(PLUGINS),
+        volcano_only_plugins=VOLCANO_ONLY_PLUGINS,
+    )
+    if strict and conf.warnings:
+        raise ConfError(f"{'; '.join(conf.warnings)} (strict: a configuration warning is an error)")
+    missing = [a for a in conf.actions if a not in ACTIONS]
+    if missing:
+        raise ConfError(
+            f"{source}: actions: {', '.join(missing)} not implemented in this version of Fumarole "
+            f"(implemented: {', '.join(sorted(ACTIONS))})"
+        )
+    return conf
