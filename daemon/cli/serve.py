@@ -147,7 +147,7 @@ async def _serve(
 
     if worker_of:
         signal.signal(signal.SIGINT, signal.SIG_IGN)  # a terminal's ^C reaches the supervisor too
-    view = await ReadOnlyView.open(db, warm=True)
+    view = await ReadOnlyView.open(db, warm=True, retry_for=None)  # a server waits a lost database out
     app = build_app(view, worker=str(os.getpid()), jaeger_url=jaeger_url)
     runner = web.AppRunner(app, access_log=None)
     try:

@@ -162,10 +162,20 @@ def check_jaeger_url(url: str, where: str = "jaeger_url") -> str:
 
 def check_settings(s: Settings) -> None:
     check_jaeger_url(s.jaeger_url)
-    if s.db and not s.db.startswith(("postgresql://", "postgres://")):
-        raise SettingsError(
-            f"db: {s.db!r} is not a postgresql:// URL (the SQLite log lives in data_dir; leave db empty)"
-        )
+    if s.db:
+        from store.pg_url import DsnError, check_dsn
+
+        try:
+            check_dsn(s.db)
+        except DsnError as e:
+            raise SettingsError(
+                f"{e}"
+                + (
+                    ""
+                    if s.db.startswith(("postgresql://", "postgres://"))
+                    else " (the SQLite log lives in data_dir; leave db empty)"
+                )
+            ) from None
     if s.schedule_period <= 0:
         raise SettingsError(f"schedule_period: must be positive, got {s.schedule_period}")
     if s.snapshot_every < 1:
