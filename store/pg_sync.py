@@ -73,7 +73,13 @@ class PgSyncConnection:
         fut = asyncio.run_coroutine_threadsafe(coro, self._loop)
         try:
             return fut.result(self._timeout)
-        except (asyncpg.PostgresError, asyncpg.InterfaceError, OSError, TimeoutError) as e:
+        except (
+            asyncpg.PostgresError,
+            asyncpg.InterfaceError,
+            asyncpg.InternalClientError,
+            OSError,
+            TimeoutError,
+        ) as e:
             raise LogError(f"{self.where}: {connect_error(e, self._timeout)}") from e
 
     def execute(self, sql: str, params: Sequence[Any] = ()) -> _Rows:

@@ -243,6 +243,10 @@ def cmd_events(args: argparse.Namespace) -> int:
     if args.db is None:
         return bad_input("--db: required (or set FUMAROLE_DB)")
     try:
+        checked_url(args.db)
+    except InputError as e:
+        return bad_input(str(e))
+    try:
         anyio.run(_dump, args.db, args.since, types, args.limit)
     except LogError as e:
         return bad_input(str(e))

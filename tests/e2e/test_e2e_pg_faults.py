@@ -16,7 +16,6 @@ The server is this module's own (restarting the session's shared one would distu
 from __future__ import annotations
 
 import json
-import os
 import signal
 import socket
 import subprocess
@@ -24,7 +23,6 @@ import sys
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -141,9 +139,35 @@ def terminate_during_appends(server: PgServer, dsn: str) -> None:
     assert ended >= 6 * 4  # each time at least the leader's writer, reader, listener and the standby's
 
 
-def run_through(
-    server: PgServer, reference: list[StoredEvent], fault: Callable[[PgServer, str], None]
-) -> None:
+def answering(port: int, leader_pid: int, leading: bool, logged: list[int] | None = None) -> None:
+    """Every endpoint of the replica on `port` answers, naming the same leader."""
+    if logged is not None:
+        wait_for(lambda: decisions(port) == logged, f"the API on {port} never answered again")
+    for path in ("/readyz", "/healthz"):
+        wait_for(lambda path=path: get(port, path)[0] == 200, f"{path} on {port} never answered again")
+        status, body = get(port, path)
+        assert body["leading"] is leading and body["leader"].split("/")[1] == str(leader_pid), body
+    status, cycles = get(port, "/v1/cycles?limit=5")
+    assert status == 200 and cycles["items"], cycles
+    status, one = get(port, f"/v1/cycles/{cycles['items'][0]['cycle']}")
+    assert status == 200, one
+    status, page = get(port, "/v1/decisions?limit=5")
+    assert status == 200 and page["items"], page
+    status, jobs = get(port, "/v1/jobs")
+    assert status == 200 and jobs["items"], jobs
+    job = jobs["items"][0]
+    status, detail = get(port, f"/v1/jobs/{job['namespace']}/{job['name']}")
+    assert status == 200, detail
+    status, metrics = get(port, "/metrics")
+    assert f'fumarole_lease_holder{{holder="{body["leader"]}"}} 1.0' in metrics
+    assert f"fumarole_leader {1.0 if leading else 0.0}" in metrics
+
+
+FAULTS = [(1500, restart), (2500, stop_and_start), (3500, terminate_during_appends)]
+
+
+def test_the_replicas_ride_out_a_restart_a_stop_and_terminated_backends(server, reference):
+    """One run (a leader A, a standby B, REST on both) through the three faults in turn."""
     dsn = new_log(server)
     pa, pb = _free_port(), _free_port()
     a = replica(dsn, "--listen", f"127.0.0.1:{pa}", "--serve")
@@ -151,33 +175,27 @@ def run_through(
     try:
         wait_for(lambda: lease(dsn)[1] == a.pid, f"A never led: {err(a)}")
         b = replica(dsn, "--listen", f"127.0.0.1:{pb}", "--serve")
-        wait_for(lambda: get(pb, "/readyz")[0] == 200, f"B's API never came up: {err(b)}")
-        wait_for(lambda: last_seq(dsn) >= FAULT_AT, "the run never got far")
-        assert last_seq(dsn) < len(reference), "the run drained before the fault"
-        fault(server, dsn)
+        wait_for(lambda: get(pb, "/readyz")[0] == 200, f"B's API never caught up: {err(b)}")
+        # Caught up, B stays ready while A appends (it used to flap to 503 now and then).
+        polls = []
+        while last_seq(dsn) < FAULTS[0][0]:
+            polls.append(get(pb, "/readyz")[0])
+        assert set(polls) <= {200}, polls
+        for at, fault in FAULTS:
+            wait_for(lambda at=at: last_seq(dsn) >= at, "the run never got far")
+            assert last_seq(dsn) < len(reference) - 500, "the run drained before the faults"
+            before = last_seq(dsn)
+            fault(server, dsn)
+            wait_for(lambda before=before: last_seq(dsn) > before + 50, f"no write after {fault.__name__}")
+            for p in (a, b):
+                assert p.poll() is None, f"after {fault.__name__} a replica exited {p.returncode}: {err(p)}"
+            assert lease(dsn) == (1, a.pid), f"the leader lost its term in {fault.__name__}"
+            answering(pa, a.pid, True)
+            answering(pb, a.pid, False)
         wait_for(lambda: last_seq(dsn) == len(reference), "the run never drained", timeout=120)
-        for p in (a, b):
-            assert p.poll() is None, f"a replica exited {p.returncode}: {err(p)}"
-        assert lease(dsn) == (1, a.pid), "the leader lost its term"
         logged = [r.seq for r in read_pg(dsn) if r.type in DECISION_TYPES]
-        for port in (pa, pb):
-            wait_for(lambda port=port: decisions(port) == logged, f"the API on {port} never answered again")
-            for path in ("/readyz", "/healthz"):
-                wait_for(lambda port=port, path=path: get(port, path)[0] == 200, f"{path} on {port}")
-                status, body = get(port, path)
-                assert body["leading"] is (port == pa) and body["leader"].split("/")[1] == str(a.pid), body
-            status, cycles = get(port, "/v1/cycles?limit=5")
-            assert status == 200 and cycles["items"], cycles
-            status, one = get(port, f"/v1/cycles/{cycles['items'][0]['cycle']}")
-            assert status == 200, one
-            status, jobs = get(port, "/v1/jobs")
-            assert status == 200 and jobs["items"], jobs
-            job = jobs["items"][0]
-            status, detail = get(port, f"/v1/jobs/{job['namespace']}/{job['name']}")
-            assert status == 200, detail
-            status, metrics = get(port, "/metrics")
-            assert f'fumarole_lease_holder{{holder="{body["leader"]}"}} 1.0' in metrics
-            assert f"fumarole_leader {1.0 if port == pa else 0.0}" in metrics
+        answering(pa, a.pid, True, logged)
+        answering(pb, a.pid, False, logged)
         for p in (a, b):
             p.send_signal(signal.SIGTERM)
         for p in (a, b):
@@ -187,38 +205,14 @@ def run_through(
     for p in (a, b):
         text = err(p)
         assert "Traceback" not in text, text
-        lost = text.count("cannot be reached")
-        back = text.count("answers again after")
-        assert lost == back and lost <= 3, text  # one line per outage (writer, readers: one log)
+        lost, back = text.count("cannot be reached"), text.count("answers again after")
+        # one line when an outage starts and one when it ends (the restart and the stop; the
+        # terminations, each over in milliseconds, may add a pair each), per log of the process
+        assert lost == back and 2 <= lost <= 2 * (2 + 6), text
     rows = read_pg(dsn)
-    assert_same_run(rows, reference, fault.__name__)
-    assert_invariants(rows, dsn, fault.__name__)
+    assert_same_run(rows, reference, "through the faults")
+    assert_invariants(rows, dsn, "through the faults")
     r = subprocess.run(
         [FUMAROLE, "replay", "--db", dsn], capture_output=True, text=True, timeout=120, env=env()
     )
     assert r.returncode == 0 and " 0 different" in r.stdout, r.stdout + r.stderr
-
-
-@pytest.mark.parametrize("fault", [restart, stop_and_start, terminate_during_appends])
-def test_the_replicas_ride_out_their_database(server, reference, fault):
-    run_through(server, reference, fault)
-
-
-def test_a_standby_stays_ready_while_the_leader_appends(server, reference):
-    """A caught-up standby's /readyz does not flap while the leader keeps appending."""
-    dsn = new_log(server)
-    pa, pb = _free_port(), _free_port()
-    a = replica(dsn, "--listen", f"127.0.0.1:{pa}", "--serve")
-    b: subprocess.Popen[str] | None = None
-    try:
-        wait_for(lambda: lease(dsn)[1] == a.pid, f"A never led: {err(a)}")
-        b = replica(dsn, "--listen", f"127.0.0.1:{pb}", "--serve")
-        wait_for(lambda: get(pb, "/readyz")[0] == 200, f"B never caught up: {err(b)}")
-        polls = []
-        while last_seq(dsn) < len(reference):
-            polls.append(get(pb, "/readyz")[0])
-        assert len(polls) > 10 and set(polls) == {200}, polls
-        os.kill(a.pid, signal.SIGTERM)
-        assert a.wait(60) == 0, err(a)
-    finally:
-        stop_all([a] + ([b] if b else []))
