@@ -35,7 +35,7 @@ from daemon.manifests.redaction import redact_event
 from store.codec import current_version
 from store.events import EVENT_TYPES, CycleClosed, CycleOpened
 from store.index import DECISION_TYPES
-from store.log import LogError, StoredEvent
+from store.log import READ_PATIENCE, LogError, StoredEvent
 
 __all__ = ["MAX_LIMIT", "TOKEN_KEY", "VIEW_KEY", "WORKER_HEADER", "build_app"]
 
@@ -83,8 +83,13 @@ def _problem(
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
 
+# How long a request's reads of the log wait for a lost database before answering 503.
+READ_PATIENCE_SECONDS = 2.0
+
+
 @web.middleware
 async def _errors(request: web.Request, handler: Handler) -> web.StreamResponse:
+    patience = READ_PATIENCE.set(READ_PATIENCE_SECONDS)
     try:
         return await handler(request)
     except BadRequest as e:
@@ -104,6 +109,8 @@ async def _errors(request: web.Request, handler: Handler) -> web.StreamResponse:
     except LogError as e:
         log.error("log error serving %s: %s", request.path, e)
         return _problem(503, "log-unavailable", str(e))
+    finally:
+        READ_PATIENCE.reset(patience)
 
 
 # ----------------------------------------------------------------------------- parameters
@@ -157,8 +164,12 @@ def _next(rows: list[StoredEvent], limit: int) -> int | None:
 
 
 async def healthz(request: web.Request) -> web.Response:
+    """Liveness (never touches the log); with leader election also who leads, as readyz."""
     worker = request.app[WORKER_KEY]
-    return _json(Health(status="ok"), headers={WORKER_HEADER: worker} if worker else None)
+    view = request.app[VIEW_KEY]
+    leading, leader = view.leadership() if hasattr(view, "leadership") else (None, "")
+    body = Health(status="ok", leading=leading, leader=leader)
+    return _json(body, headers={WORKER_HEADER: worker} if worker else None)
 
 
 async def readyz(request: web.Request) -> web.Response:

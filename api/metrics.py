@@ -74,6 +74,8 @@ class SchedulerMetrics:
     def __init__(self) -> None:
         r = self.registry = CollectorRegistry(auto_describe=True)
         self.leader: Gauge | None = None  # created with leader election only
+        self.lease_holder: Gauge | None = None
+        self._holder = ""
         self.e2e = Histogram(
             "e2e_scheduling_latency_milliseconds",
             "Duration of a scheduling session (cycle) in milliseconds.",
@@ -264,16 +266,32 @@ class SchedulerMetrics:
             for sample_labels in [labels for labels in list(g._metrics) if labels and labels[0] == name]:
                 g.remove(*sample_labels)
 
-    def set_leading(self, leading: bool) -> None:
-        """Leader election: 1 while this replica holds the lease, 0 while it stands by."""
+    def set_leading(self, leading: bool, holder: str = "") -> None:
+        """Leader election: 1 while this replica holds the lease, 0 while it stands by; and who holds
+        it (`fumarole_lease_holder{holder="…"} 1`, one sample, on every replica)."""
         if self.leader is None:
             self.leader = Gauge(
                 "leader",
-                "1 while this replica holds the leader lease (Kubernetes adapter), 0 while it stands by.",
+                "1 while this replica holds the leader lease (shared log or Kubernetes Lease), "
+                "0 while it stands by.",
+                namespace="fumarole",
+                registry=self.registry,
+            )
+            self.lease_holder = Gauge(
+                "lease_holder",
+                "1 for the replica that holds the leader lease, as this replica last saw it.",
+                ["holder"],
                 namespace="fumarole",
                 registry=self.registry,
             )
         self.leader.set(1 if leading else 0)
+        holders = self.lease_holder
+        if holder != self._holder and holders is not None:
+            if self._holder:
+                holders.remove(self._holder)
+            if holder:
+                holders.labels(holder=holder).set(1)
+            self._holder = holder
 
     # ------------------------------------------------------------------------- output
     def render(self) -> tuple[bytes, str]:

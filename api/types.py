@@ -48,8 +48,10 @@ class Problem(msgspec.Struct, kw_only=True):
     path: str = ""
 
 
-class Health(msgspec.Struct, kw_only=True):
+class Health(msgspec.Struct, kw_only=True, omit_defaults=True):
     status: str
+    leading: bool | None = None  # with leader election: whether this replica decides (else null)
+    leader: str = ""  # with leader election: the lease holder's identity
 
 
 class Ready(msgspec.Struct, kw_only=True, omit_defaults=True):

@@ -13,12 +13,15 @@ if TYPE_CHECKING:
 __all__ = ["describe_db", "is_postgres_url", "open_log"]
 
 
-async def open_log(db: str, *, readonly: bool = False) -> SqliteEventLog | PostgresEventLog:
-    """Open the event log `db` names (PostgreSQL URL or SQLite file); readonly opens apply no migration."""
+async def open_log(
+    db: str, *, readonly: bool = False, retry_for: float | None = 30.0
+) -> SqliteEventLog | PostgresEventLog:
+    """Open the event log `db` names (PostgreSQL URL or SQLite file); readonly opens apply no migration.
+    `retry_for`: how long a PostgreSQL log's operations wait out a lost database (None: for ever)."""
     if is_postgres_url(db):
         from store.postgres import PostgresEventLog
 
-        return await PostgresEventLog.open(db, readonly=readonly)
+        return await PostgresEventLog.open(db, readonly=readonly, retry_for=retry_for)
     from store.sqlite import SqliteEventLog
 
     return await SqliteEventLog.open(db, readonly=readonly)

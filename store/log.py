@@ -3,11 +3,17 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Collection, Sequence
+from contextvars import ContextVar
 from typing import Protocol
 
 import msgspec
 
 from store.events import Event
+
+# How long a read may wait for a database that cannot be reached before it fails (seconds; None:
+# the log's own setting).  The REST API sets a short one for its requests (a request answers 503
+# during an outage instead of waiting for its end); the daemon's own reads wait it out.
+READ_PATIENCE: ContextVar[float | None] = ContextVar("fumarole_read_patience", default=None)
 
 
 class StoredEvent(msgspec.Struct, frozen=True):

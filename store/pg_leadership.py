@@ -7,6 +7,10 @@ the first seq of the term) in the same transaction, and sets the log's epoch: fr
 write of that log carries it, and the database refuses it once another replica has taken over
 (store/postgres.py, migration 0001).  `renew` extends the lease while the epoch is still ours;
 `release` lets a replica stopping cleanly hand over at once.
+
+A lost connection: `renew` and `release` are run again by the log (they are idempotent); `acquire`
+is not (a try whose answer was lost may have taken the lease), so it fails and the caller reads the
+lease state, whose holder tells whether that try took it (`Leadership.adopt`).
 """
 
 from __future__ import annotations
@@ -74,8 +78,8 @@ class Leadership:
 
     async def acquire(self) -> int | None:
         """Take the lease if it is free or expired; the new epoch (the log now writes in it), or None."""
-        try:
-            rows = await self.log.execute_write(_ACQUIRE, self.holder, self.lease_seconds)
+        try:  # not retried: a try whose answer was lost is seen in the lease state (holder = us)
+            rows = await self.log.execute_write(_ACQUIRE, self.holder, self.lease_seconds, retry=False)
         except LogError as e:
             if getattr(e.__cause__, "sqlstate", None) == _LOCK_NOT_AVAILABLE:
                 return None  # the leader is inside an append (its session ends if it is paused there)
@@ -84,6 +88,14 @@ class Leadership:
             return None
         self.log.epoch = int(rows[0][0])
         return self.log.epoch
+
+    def adopt(self, state: LeaseState) -> bool:
+        """Whether `state` says this replica holds a live lease (an acquire whose answer was lost
+        took it); if so the log writes in that epoch from now on."""
+        if state.holder == self.holder and state.expires_in > 0:
+            self.log.epoch = state.epoch
+            return True
+        return False
 
     async def renew(self) -> bool:
         """Extend the lease; False when another replica has taken over (our writes are refused now)."""
@@ -98,9 +110,9 @@ class Leadership:
             await self.log.execute_write(_RELEASE, self.log.epoch)
 
 
-async def lease_state(log: PostgresEventLog) -> LeaseState:
-    """The lease as the database sees it now."""
-    rows = await log.fetch(_STATE)
+async def lease_state(log: PostgresEventLog, *, retry: bool = True) -> LeaseState:
+    """The lease as the database sees it now (`retry=False`: a lost database fails at once)."""
+    rows = await log.fetch(_STATE, retry=retry)
     epoch, holder, left = rows[0]
     return LeaseState(int(epoch), str(holder), float(left))
 

@@ -16,6 +16,18 @@ def db_arg(value: str | None) -> str | None:
     return value or os.environ.get("FUMAROLE_DB") or None
 
 
+def checked_url(db: str, what: str = "--db") -> None:
+    """InputError (exit 2, one line, no password shown) for a URL that is not a usable postgresql://
+    one (another scheme, a bad port, an unclosed `[`); a file path passes."""
+    from store.pg_url import DsnError, check_dsn, is_postgres_url, looks_like_url
+
+    if is_postgres_url(db) or looks_like_url(db):
+        try:
+            check_dsn(db, what=what)
+        except DsnError as e:
+            raise InputError(str(e)) from None
+
+
 def existing_db(value: str | None) -> str:
     """The log a reading command opens: `--db` or $FUMAROLE_DB, a PostgreSQL URL or an existing
     file; InputError (exit 2) otherwise."""
@@ -26,6 +38,7 @@ def existing_db(value: str | None) -> str:
     db = db_arg(value)
     if db is None:
         raise InputError("--db: required (or set FUMAROLE_DB)")
+    checked_url(db)
     if not is_postgres_url(db) and Path(db).is_dir():
         raise InputError(f"{db}: is a directory, not an event log (the log is DIR/fumarole.db)")
     if not is_postgres_url(db) and not Path(db).is_file():
@@ -95,6 +108,10 @@ def cmd_migrate(args: argparse.Namespace) -> int:
         return _cmd_copy(args.source, args.target)
     if not args.db:
         return bad_input("migrate: --db (or --from and --to) is required")
+    try:
+        checked_url(args.db)
+    except InputError as e:
+        return bad_input(str(e))
     if is_postgres_url(args.db):
         return _migrate_postgres(args.db)
 
@@ -137,19 +154,25 @@ def _migrate_postgres(dsn: str) -> int:
         import asyncpg
 
         from store.pg_schema import migrate_pg
+        from store.postgres import connect_error
 
         try:
-            conn = await asyncpg.connect(dsn)
-        except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError) as e:
-            raise LogError(f"{redact_dsn(dsn)}: cannot connect: {e}") from e
+            conn = await asyncpg.connect(dsn, timeout=CONNECT_TIMEOUT)
+        except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError, TimeoutError) as e:
+            raise LogError(f"{redact_dsn(dsn)}: cannot connect: {connect_error(e)}") from e
         try:
             return await migrate_pg(conn, redact_dsn(dsn))
+        except asyncpg.PostgresError as e:  # e.g. no CREATE on the schema, a foreign schema_migrations
+            raise LogError(f"{redact_dsn(dsn)}: cannot migrate the schema: {type(e).__name__}: {e}") from e
         finally:
             await conn.close()
 
+    from store.migrate import MigrationError
+    from store.postgres import CONNECT_TIMEOUT
+
     try:
         applied = anyio.run(go)
-    except LogError as e:
+    except (LogError, MigrationError) as e:
         return bad_input(str(e))
     version = pg_migrations()[-1].version
     where = redact_dsn(dsn)
@@ -173,7 +196,11 @@ def _cmd_copy(source: str | None, target: str | None) -> int:
     if not source or not target:
         return bad_input("migrate: --from and --to go together")
     if not is_postgres_url(target):
-        return bad_input(f"--to {target}: expected a postgresql:// URL")
+        return bad_input(f"--to {redact_dsn(target)}: expected a postgresql:// URL")
+    try:
+        checked_url(target, "--to")
+    except InputError as e:
+        return bad_input(str(e))
     try:
         path = sqlite_path(source)
     except CopyError as e:
@@ -219,6 +246,10 @@ def cmd_events(args: argparse.Namespace) -> int:
     args.db = db_arg(args.db)
     if args.db is None:
         return bad_input("--db: required (or set FUMAROLE_DB)")
+    try:
+        checked_url(args.db)
+    except InputError as e:
+        return bad_input(str(e))
     try:
         anyio.run(_dump, args.db, args.since, types, args.limit)
     except LogError as e:

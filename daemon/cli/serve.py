@@ -190,7 +190,7 @@ async def _serve(
     access = Access(
         listen_host=host, allowed_hosts=o.get("allowed_hosts", ()), read_token=o.get("read_token", "")
     )
-    view = await ReadOnlyView.open(db, warm=True)
+    view = await ReadOnlyView.open(db, warm=True, retry_for=None)  # a server waits a lost database out
     app = build_app(
         view,
         worker=str(os.getpid()),

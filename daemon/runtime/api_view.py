@@ -15,7 +15,7 @@ import gc
 import logging
 import sqlite3
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
 import anyio
@@ -35,7 +35,7 @@ from daemon.scheduler.plugins.deviceshare_gpushare import GpuSharePool
 from store.backend import open_log
 from store.events import Event, QueueFigures
 from store.index import IndexReader, decision_query, open_readonly
-from store.log import CorruptEventError, LogError, StoredEvent
+from store.log import CorruptEventError, LogClosedError, LogError, StoredEvent
 from store.postgres import PostgresEventLog
 from store.sqlite import SqliteEventLog
 
@@ -374,7 +374,7 @@ class LiveView(_ViewBase):
         """(whether this replica leads, the lease holder), or (None, "") without leader election."""
         leading, leader = self._service.leadership()
         if leading is not None:
-            self.metrics.set_leading(bool(leading))
+            self.metrics.set_leading(bool(leading), leader)
         return leading, leader
 
     def metrics_text(self) -> tuple[bytes, str]:
@@ -405,6 +405,9 @@ class ReadOnlyView(_ViewBase):
     ) -> None:
         super().__init__(event_log, projection, decision_cache_bytes=decision_cache_bytes)
         self._caught_up = False
+        self._failing = ""  # the follower's last failure while it lasts ("" once it reads again)
+        # A standby replica sets this: (whether this replica leads, the lease holder).
+        self.leadership_source: Callable[[], tuple[bool | None, str]] | None = None
 
     @classmethod
     async def open(
@@ -414,12 +417,14 @@ class ReadOnlyView(_ViewBase):
         decision_cache_bytes: int = DEFAULT_CACHE_BYTES,
         freeze_gc: bool = True,
         warm: bool = False,
+        retry_for: float | None = 30.0,
     ) -> ReadOnlyView:
         """Open `path` read-only and fold it; `freeze_gc` moves everything alive then (the projection)
         out of the cyclic GC's reach (gc.freeze; `fumarole serve` is a process of its own); `warm`
         freezes the cluster state once before returning, so that the first request (a dashboard's
-        first page over 10,000 jobs) does not wait for it (`fumarole serve` listens only then)."""
-        event_log = await open_log(path, readonly=True)
+        first page over 10,000 jobs) does not wait for it (`fumarole serve` listens only then);
+        `retry_for`: how long reads wait out a lost PostgreSQL database (None: for ever)."""
+        event_log = await open_log(path, readonly=True, retry_for=retry_for)
         try:
             projection = await load_projection(event_log)
         except BaseException:
@@ -437,7 +442,22 @@ class ReadOnlyView(_ViewBase):
         return view
 
     def is_ready(self) -> bool:
-        return self._caught_up
+        """Ready once the projection first caught up with the log, and for as long as following it
+        works (a leader appending meanwhile does not make it unready; a lost database does)."""
+        return self._caught_up and not self._failing
+
+    def leadership(self) -> tuple[bool | None, str]:
+        """On a standby replica: (False, the lease holder); else (None, "")."""
+        if self.leadership_source is None:
+            return None, ""
+        leading, leader = self.leadership_source()
+        if leading is not None:
+            self.metrics.set_leading(bool(leading), leader)
+        return leading, leader
+
+    def metrics_text(self) -> tuple[bytes, str]:
+        self.leadership()
+        return super().metrics_text()
 
     def config_warnings(self) -> list[str]:
         """None: `fumarole serve` runs no configuration (the log's `config.recorded` holds the texts)."""
@@ -464,18 +484,25 @@ class ReadOnlyView(_ViewBase):
         for row in rows:
             p.fold(row.seq, row.event)
             self.metrics.observe(row.seq, row.event)
-        if len(rows) < batch:
+        if len(rows) < batch and not self._caught_up:
             self._caught_up = p.seq >= await self._log.last_seq()
         return len(rows)
 
     async def follow(self, *, poll: float = 0.5) -> None:
-        """Follow the log's tail forever (cancel to stop)."""
+        """Follow the log's tail forever (cancel to stop); a failure is logged once while it lasts
+        (the log itself says when its database is lost and when it answers again)."""
         while True:
             try:
                 await self.catch_up(wait=poll)
+            except LogClosedError:
+                return  # the view is closing
             except LogError as e:
-                log.error("following the log: %s", e)
+                if str(e) != self._failing:
+                    log.warning("following the log: %s", e)
+                self._failing = str(e)
                 await anyio.sleep(poll)
+                continue
+            self._failing = ""
 
     async def close(self) -> None:
         self.close_index()

@@ -122,6 +122,7 @@ class Service:
         self.shared: SharedLogLeader | None = None  # with --db postgresql://…: this replica's leadership
         self._conf: ConfWatcher | None = None  # the configuration in force, once checked
         self._runner: CycleRunner | None = None  # the cycles, once the log is open
+        self._pg_log: PostgresEventLog | None = None  # the shared log (a second signal stops its retries)
 
     # ------------------------------------------------------------------ start-up
     def _make_adapter(self) -> Any:
@@ -244,7 +245,14 @@ class Service:
         s = self.settings
         api_socket = self._bind_api() if s.api else None
         try:
-            event_log = await PostgresEventLog.open(s.db, session_timeout=max(0.5, s.lease_duration / 2))
+            # A lost database is waited out (retried until it answers; a second signal gives up).
+            event_log = await PostgresEventLog.open(
+                s.db,
+                session_timeout=max(0.5, s.lease_duration / 2),
+                retry_for=None,
+                max_pause=min(1.0, s.lease_duration / 4),
+            )
+            self._pg_log = event_log
             try:
                 return await self._lead_shared(event_log, conf, adapter, api_socket)
             finally:
@@ -299,7 +307,8 @@ class Service:
         from api.app import build_app
         from daemon.runtime.api_view import ReadOnlyView
 
-        view = await ReadOnlyView.open(self.settings.db, freeze_gc=False)
+        view = await ReadOnlyView.open(self.settings.db, freeze_gc=False, retry_for=None)
+        view.leadership_source = self.leadership
         tg.start_soon(view.follow)
         app = build_app(view, **self._api_options())
         runner = web.AppRunner(app, access_log=None)
@@ -585,6 +594,8 @@ class Service:
         name = signal.Signals(signum).name
         if self.stop_requested:
             log.warning("second signal (%s): stopping now", name)
+            if self._pg_log is not None:
+                self._pg_log.interrupt()  # a write waiting for a lost database gives up
             # the outermost group of the running daemon, else (still starting) the whole run
             (self._hard[1] if len(self._hard) > 1 else self._hard[0]).cancel()
             return

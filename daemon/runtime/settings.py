@@ -208,10 +208,20 @@ def check_settings(s: Settings) -> None:
             "or FUMAROLE_READ_TOKEN)"
         )
     read_token(s)
-    if s.db and not s.db.startswith(("postgresql://", "postgres://")):
-        raise SettingsError(
-            f"db: {s.db!r} is not a postgresql:// URL (the SQLite log lives in data_dir; leave db empty)"
-        )
+    if s.db:
+        from store.pg_url import DsnError, check_dsn
+
+        try:
+            check_dsn(s.db)
+        except DsnError as e:
+            raise SettingsError(
+                f"{e}"
+                + (
+                    ""
+                    if s.db.startswith(("postgresql://", "postgres://"))
+                    else " (the SQLite log lives in data_dir; leave db empty)"
+                )
+            ) from None
     if not s.db and Path(s.data_dir).exists() and not Path(s.data_dir).is_dir():
         raise SettingsError(
             f"data_dir: {s.data_dir} is a file, not a directory (the log goes in DIR/fumarole.db)"

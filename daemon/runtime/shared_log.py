@@ -13,6 +13,13 @@ over: the leader stops at once (exit 1).  That is good manners only: should a st
 before it notices (a process paused past its lease and resumed), the database refuses the write
 (its rows carry the old epoch; FencedError), which also stops it.  A clean stop releases the
 lease so a standby takes over without waiting.
+
+Riding out the database: the log retries a lost connection until the database answers again
+(store/postgres.py), so a leader's appends and renewals wait through an outage and it keeps its
+lease if nobody took it meanwhile (the fence is the epoch, not the expiry).  A standby that could
+not reach the database gives the leader one lease of grace after it answers again before trying
+to take over, so that after an outage longer than the lease the leader, renewing at once, keeps
+its term instead of losing it to whichever replica reconnects first.
 """
 
 from __future__ import annotations
@@ -21,6 +28,7 @@ import logging
 import os
 import secrets
 import socket
+import time
 from collections.abc import Awaitable, Callable
 
 import anyio
@@ -75,14 +83,29 @@ class SharedLogLeader:
         lease = self.leadership.lease_seconds
         pause = min(lease / 4, 0.5)
         announced = ""
+        failing = ""  # the last failure while the database cannot be reached
+        grace_until = 0.0  # after an outage: monotonic time before which the lease is not tried
         while not stopping():
             try:
-                epoch = await self.leadership.acquire()
-                state = await lease_state(self.leadership.log)
+                epoch = None
+                if not failing and time.monotonic() >= grace_until:  # (after an outage: state first)
+                    try:
+                        epoch = await self.leadership.acquire()
+                    except LogError:
+                        epoch = None  # its answer may be lost: the state below tells
+                state = await lease_state(self.leadership.log, retry=False)
             except LogError as e:  # the database is unreachable for now: keep trying
-                log.warning("standing by: the shared log cannot be reached: %s", e)
+                if str(e) != failing and not self.leadership.log.outage.since:
+                    log.warning("standing by: the shared log cannot be reached: %s", e)
+                failing = str(e)
                 await anyio.sleep(pause)
                 continue
+            if failing:
+                failing = ""
+                grace_until = time.monotonic() + lease
+                log.info("standing by: the shared log answers again; the leader has one lease to renew")
+            if epoch is None and self.leadership.adopt(state):
+                epoch = state.epoch
             if epoch is not None:
                 self.leading = True
                 self.leader = self.leadership.holder
@@ -94,7 +117,8 @@ class SharedLogLeader:
                 on_standby(f"standing by: {state.holder} leads the shared log (epoch {state.epoch})")
             # Try again when the lease would expire if it is not renewed (at most `pause` from now),
             # so a lost leader is replaced within one lease of its last renewal.
-            await anyio.sleep(min(pause, max(0.005, state.expires_in + 0.005)))
+            wake = max(0.005, state.expires_in + 0.005, grace_until - time.monotonic())
+            await anyio.sleep(min(pause, wake))
         return False
 
     async def keep_lease(self, on_lost: Callable[[], Awaitable[None] | None]) -> None:
@@ -106,7 +130,7 @@ class SharedLogLeader:
                 if await self.leadership.renew():
                     continue
                 state = await lease_state(self.leadership.log)
-            except LogError as e:  # unreachable for now; if another replica took over, writes fail
+            except LogError as e:  # not an outage (the log waits those out): say so, try again
                 log.warning("cannot renew the lease of the shared log: %s", e)
                 continue
             self.leading = False

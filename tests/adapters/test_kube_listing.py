@@ -175,4 +175,3 @@ def test_an_expired_continue_token_lists_in_one_piece(fake: FakeApiServer, tmp_p
     items = anyio.run(go)
     assert [q.get("limit") for q in asked] == [2, 2, None]
     assert len([p for p in items if p["metadata"]["namespace"] == "lst"]) == 6
-

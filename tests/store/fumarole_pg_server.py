@@ -33,6 +33,33 @@ class PgServer:
     datadir: Path
     port: int
     runas: list[str]
+    opts: str = ""
+
+    def pg_ctl(self, *args: str) -> None:
+        """Run pg_ctl on this server's cluster (as the server's user), waiting for it to finish."""
+        r = subprocess.run(
+            [*self.runas, str(self.bindir / "pg_ctl"), "-D", str(self.datadir), *args],
+            capture_output=True,
+            text=True,
+            check=False,
+            cwd=self.datadir.parent,
+        )
+        if r.returncode != 0:
+            raise RuntimeError(f"pg_ctl {' '.join(args)} failed ({r.returncode}): {r.stderr or r.stdout}")
+
+    def restart_fast(self) -> None:
+        """`pg_ctl restart -m fast`: every session ended, the server back with the same options."""
+        log = str(self.datadir.parent / "server.log")  # else the server keeps pg_ctl's output open
+        self.pg_ctl("-m", "fast", "-l", log, "-w", "-t", "60", "restart")
+
+    def stop_fast(self) -> None:
+        """`pg_ctl stop -m fast` (sessions ended, refused until `start`)."""
+        self.pg_ctl("-m", "fast", "-w", "-t", "60", "stop")
+
+    def start(self) -> None:
+        """`pg_ctl start` with the options the server was first started with."""
+        log = str(self.datadir.parent / "server.log")
+        self.pg_ctl("-o", self.opts, "-l", log, "-w", "-t", "60", "start")
 
     def dsn(self, database: str = "postgres") -> str:
         return f"postgresql://{_USER}@127.0.0.1:{self.port}/{database}"
@@ -131,7 +158,7 @@ def start_server(bindir: Path, *, durable: bool = False) -> PgServer:
         ],
         "pg_ctl start",
     )
-    server = PgServer(bindir, datadir, port, runas)
+    server = PgServer(bindir, datadir, port, runas, opts)
     atexit.register(server.stop)
     deadline = time.monotonic() + 30
     while True:
