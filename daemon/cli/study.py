@@ -11,6 +11,7 @@ from typing import Any
 from daemon.cli.exits import EXIT_OK, bad_input
 
 DEFAULT_TRACE = "../shared/traces/alibaba-gpu-v2023"
+_clock = time.monotonic  # the wall clock of the times printed (a module attribute: tests replace it)
 
 
 def add_parser(sub: Any) -> None:
@@ -36,8 +37,9 @@ def add_parser(sub: Any) -> None:
             "--policy",
             default="binpack",
             help="binpack (Volcano's binpack-style configuration, examples/study/vgpu-binpack.yaml), "
-            "spread (Volcano's default configuration, vgpu-default.yaml) or fgd (vgpu-fgd.yaml); "
-            "with --conf, only the run's name (default binpack)",
+            "spread (Volcano's default configuration, vgpu-default.yaml), fgd (vgpu-fgd.yaml), or one of "
+            "the paper's baselines (core engine; beyond Volcano): random, dotprod, gpuclustering, "
+            "gpupacking, bestfit (vgpu-<name>.yaml); with --conf, only the run's name (default binpack)",
         )
         m.add_argument(
             "--engine",
@@ -60,6 +62,14 @@ def add_parser(sub: Any) -> None:
             "start; 100: every node). Default: the preset's (fgd 100, the others 0); with --conf 0",
         )
         m.add_argument(
+            "--tie-break",
+            choices=("first", "seeded"),
+            default=None,
+            help="equal scores: the first candidate node (Fumarole's rule for Volcano's configurations) "
+            "or a draw seeded by the experiment's seed, the same whatever the node order (docs/studies.md). "
+            "Default: seeded for the paper's policies (fgd and the baselines), first otherwise",
+        )
+        m.add_argument(
             "--conf",
             metavar="SCHED.yaml",
             help="core engine: a Volcano scheduler configuration instead of the --policy preset",
@@ -69,23 +79,40 @@ def add_parser(sub: Any) -> None:
         )
         if name == "inflation":
             m.add_argument("--seeds", default="42", help="seeds, e.g. 42 or 42-51 (one log per seed in DIR)")
-            m.add_argument("--ratio", type=float, default=1.3, help="GPU requests / capacity (default 1.3)")
+            m.add_argument(
+                "--ratio", type=float, default=1.3, help="GPU requests / capacity (default 1.3, the paper's)"
+            )
+            m.add_argument(
+                "--tune",
+                choices=("both", "up"),
+                default="both",
+                help="both (default, the paper's TunePodsByNodeTotalResource): draws added up to the "
+                "target, or a list asking more trimmed to it; up: a list asking more is kept whole",
+            )
         else:
             m.add_argument("--period", type=int, default=60, help="seconds between cycles (default 60)")
         m.set_defaults(func=cmd_study)
 
 
 def _seeds(text: str) -> list[int]:
+    """`N`, `N,M,...` or `N-M` (M >= N); ValueError with the reason otherwise."""
+    text = text.strip()
     if "-" in text:
         a, b = text.split("-", 1)
-        return list(range(int(a), int(b) + 1))
-    return [int(x) for x in text.split(",") if x.strip()]
+        lo, hi = int(a), int(b)
+        if hi < lo:
+            raise ValueError(f"range {text!r} is empty ({hi} < {lo}); write {hi}-{lo}")
+        return list(range(lo, hi + 1))
+    seeds = [int(x) for x in text.split(",") if x.strip()]
+    if not seeds:
+        raise ValueError("no seed given")
+    return seeds
 
 
 def _engine(args: argparse.Namespace) -> Any:
     """The core engine's configuration (an Engine), None for the fast placer, or an error text."""
     from daemon.scheduler.framework.conf import ConfError, parse_conf
-    from daemon.study.confs import PERCENTAGE_NODES_TO_FIND, PRESETS, preset_text
+    from daemon.study.confs import PERCENTAGE_NODES_TO_FIND, PRESETS, SEEDED_TIES, preset_text
     from daemon.study.placement import POLICIES
     from daemon.study.runs import Engine
 
@@ -93,7 +120,9 @@ def _engine(args: argparse.Namespace) -> Any:
         if args.conf:
             return "--conf: the fast engine has no scheduler configuration (use --engine core)"
         if args.policy not in POLICIES:
-            return f"--policy: unknown policy {args.policy!r} (known: {', '.join(POLICIES)})"
+            extra = " (the paper's baselines run on the core engine)" if args.policy in PRESETS else ""
+            known = ", ".join(POLICIES)
+            return f"--policy: unknown policy {args.policy!r} for --engine fast (known: {known}){extra}"
         return None
     if args.conf:
         path = Path(args.conf)
@@ -103,12 +132,14 @@ def _engine(args: argparse.Namespace) -> Any:
             return f"--conf: cannot read {path}: {e}"
         name = str(path)
         pct = 0
+        seeded = False
     else:
         if args.policy not in PRESETS:
             return f"--policy: unknown policy {args.policy!r} (known: {', '.join(PRESETS)})"
         text = preset_text(args.policy)
         name = f"examples/study/{PRESETS[args.policy][0]}"
         pct = PERCENTAGE_NODES_TO_FIND[args.policy]
+        seeded = SEEDED_TIES[args.policy]
     try:
         conf = parse_conf(text)
     except (ConfError, ValueError) as e:
@@ -117,7 +148,9 @@ def _engine(args: argparse.Namespace) -> Any:
         pct = args.percentage_nodes_to_find
     if not 0 <= pct <= 100:
         return "--percentage-nodes-to-find: must be 0 to 100"
-    return Engine(conf, name, text, pct)
+    if args.tie_break is not None:
+        seeded = args.tie_break == "seeded"
+    return Engine(conf, name, text, pct, seeded)
 
 
 def cmd_study(args: argparse.Namespace) -> int:
@@ -132,8 +165,8 @@ def cmd_study(args: argparse.Namespace) -> int:
         return bad_input(f"--policy: {args.policy!r} cannot name a run (no slashes)")
     try:
         seeds = _seeds(args.seeds) if args.mode == "inflation" else []
-    except ValueError:
-        return bad_input(f"--seeds: expected N, N,M or N-M, got {args.seeds!r}")
+    except ValueError as e:
+        return bad_input(f"--seeds: expected N, N,M or N-M (M >= N), got {args.seeds!r}: {e}")
     if args.mode == "inflation" and not args.ratio > 0:
         return bad_input("--ratio: must be positive")
     if args.mode == "timeline" and args.period <= 0:
@@ -147,7 +180,7 @@ def cmd_study(args: argparse.Namespace) -> int:
         return bad_input(f"--out: {existing} is not a directory")
     try:
         pf = pod_file(Path(args.trace))
-        pods = read_pods(pf)
+        pods = read_pods(pf, need_times=args.mode == "timeline")
         nodes = read_nodes(Path(args.nodes) if args.nodes else pf.parent / "openb_node_list_all_node.csv")
     except TraceError as e:
         return bad_input(str(e))
@@ -155,7 +188,8 @@ def cmd_study(args: argparse.Namespace) -> int:
     def progress(line: str) -> None:
         print(line, file=sys.stderr, flush=True)
 
-    t = time.monotonic()
+    fast_seeded = args.tie_break == "seeded" or (args.tie_break is None and args.policy == "fgd")
+    t = _clock()
     if args.mode == "timeline":
         log, summary = timeline_log(
             nodes,
@@ -171,7 +205,7 @@ def cmd_study(args: argparse.Namespace) -> int:
         print(
             f"timeline {args.policy} ({args.engine}): {summary.pods} pods, {summary.placed} placed, "
             f"{summary.unplaced} never placed; "
-            f"{n} events in {out} ({time.monotonic() - t:.1f}s)"
+            f"{n} events in {out} ({_clock() - t:.1f}s)"
         )
         return EXIT_OK
     if many:
@@ -179,6 +213,7 @@ def cmd_study(args: argparse.Namespace) -> int:
     else:
         out.parent.mkdir(parents=True, exist_ok=True)
     for seed in seeds:
+        t = _clock()
         path = out / f"{args.policy}-seed{seed}.db" if many else out
         log = inflation_log(
             nodes,
@@ -189,8 +224,10 @@ def cmd_study(args: argparse.Namespace) -> int:
             trace_name=pf.name,
             progress=progress,
             engine=engine,
+            fast_seeded_ties=fast_seeded,
+            tune=args.tune,
         )
         n = log.write(path)
-        took = time.monotonic() - t
+        took = _clock() - t
         print(f"inflation {args.policy} ({args.engine}) seed {seed}: {n} events in {path} ({took:.1f}s)")
     return EXIT_OK
