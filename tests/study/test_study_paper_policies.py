@@ -188,3 +188,25 @@ def test_baselines_honour_gpu_models() -> None:
     p = dataclasses.replace(pod("m", 1000, 1), gpu_spec=("P100",))
     for policy in ("random", "dotprod", "gpuclustering", "gpupacking", "bestfit", "fgd"):
         assert cluster_run(nodes, [p], policy)["m"][0] == "p100", policy
+
+
+def test_fast_fgd_with_seeded_ties_is_order_free_too() -> None:
+    from daemon.study.inflation import typical_of
+    from daemon.study.placement import Cluster
+
+    nodes, pods = sample()
+
+    def fast_run(ns: list[TraceNode], seed: int, tie_seed: int | None) -> dict[str, str]:
+        cluster = Cluster(ns, "fgd", typical_of(pods), tie_seed=tie_seed)
+        out = {}
+        for p in inflation_workload(pods, sum(n.gpus for n in ns) * 1000, 1.3, seed):
+            where = cluster.place(p)
+            if where is not None:
+                cluster.bind(p, where)
+                out[p.name] = ns[where.node].name
+        return out
+
+    for seed in SEEDS:
+        runs = [fast_run(ns, seed, seed) for ns in orders(nodes)]
+        assert runs[0] == runs[1] == runs[2]
+    assert any(fast_run(orders(nodes)[0], s, None) != fast_run(orders(nodes)[2], s, None) for s in SEEDS)
