@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import importlib
 import sys
 import time
 from pathlib import Path
@@ -92,6 +93,137 @@ def add_parser(sub: Any) -> None:
         else:
             m.add_argument("--period", type=int, default=60, help="seconds between cycles (default 60)")
         m.set_defaults(func=cmd_study)
+    _add_sweep(modes)
+
+
+def _add_sweep(modes: Any) -> None:
+    text = "inflation experiments over workloads x policies x seeds on a Dask cluster, one CSV table"
+    m = modes.add_parser("sweep", help=text, description=text)
+    m.add_argument("--trace", default=DEFAULT_TRACE, metavar="DIR", help="folder of the pod lists")
+    m.add_argument(
+        "--workloads",
+        default="default",
+        help="pod lists: names (openb_pod_list_<name>.csv in --trace) or CSV paths, comma-separated",
+    )
+    m.add_argument(
+        "--nodes", metavar="CSV", help="node list (default: openb_node_list_all_node.csv in --trace)"
+    )
+    m.add_argument(
+        "--policies",
+        default="fgd,random,dotprod,gpuclustering,gpupacking,bestfit",
+        help="comma-separated presets (default: the paper's six)",
+    )
+    m.add_argument("--seeds", default="42", help="seeds, e.g. 42, 42,43 or 42-51")
+    m.add_argument("--engine", default="core", choices=("core", "fast"))
+    m.add_argument("--ratio", type=float, default=1.3, help="GPU requests / capacity (default 1.3)")
+    m.add_argument("--tune", choices=("both", "up"), default="both")
+    m.add_argument("--tie-break", choices=("first", "seeded"), default=None, help="default: the preset's")
+    m.add_argument("--percentage-nodes-to-find", type=int, default=None, metavar="PCT")
+    m.add_argument(
+        "--out", required=True, metavar="DIR", help="results folder (an interrupted sweep resumes)"
+    )
+    m.add_argument(
+        "--scheduler", metavar="ADDRESS", help="a Dask scheduler (tcp://HOST:PORT); default: a local cluster"
+    )
+    m.add_argument("--workers", type=int, default=2, help="local cluster: worker processes (default 2)")
+    m.set_defaults(func=cmd_sweep)
+
+
+def cmd_sweep(args: argparse.Namespace) -> int:
+    """The sweep's grid from the flags, a Dask client, and daemon.study.sweep."""
+    from daemon.study.confs import PERCENTAGE_NODES_TO_FIND, PRESETS, SEEDED_TIES
+    from daemon.study.placement import POLICIES
+    from daemon.study.sweep import SweepError, grid, sweep
+    from daemon.study.trace import TraceError, read_nodes, read_pods
+
+    try:
+        seeds = _seeds(args.seeds)
+    except ValueError as e:
+        return bad_input(f"--seeds: expected N, N,M or N-M (M >= N), got {args.seeds!r}: {e}")
+    policies = [p.strip() for p in args.policies.split(",") if p.strip()]
+    known = POLICIES if args.engine == "fast" else tuple(PRESETS)
+    bad = [p for p in policies if p not in known]
+    if bad or not policies:
+        return bad_input(
+            f"--policies: unknown for --engine {args.engine}: {bad or args.policies!r} "
+            f"(known: {', '.join(known)})"
+        )
+    if not args.ratio > 0:
+        return bad_input("--ratio: must be positive")
+    if args.percentage_nodes_to_find is not None and not 0 <= args.percentage_nodes_to_find <= 100:
+        return bad_input("--percentage-nodes-to-find: must be 0 to 100")
+    if args.workers < 1:
+        return bad_input("--workers: must be at least 1")
+    trace = Path(args.trace)
+    workloads = []
+    for w in (x.strip() for x in args.workloads.split(",")):
+        if not w:
+            continue
+        path = Path(w) if w.endswith(".csv") else trace / f"openb_pod_list_{w}.csv"
+        workloads.append(str(path.absolute()))
+    if not workloads:
+        return bad_input("--workloads: none given")
+    nodes = Path(args.nodes) if args.nodes else trace / "openb_node_list_all_node.csv"
+    try:  # every file read once here, so a bad one is refused before anything runs
+        read_nodes(nodes)
+        for w in workloads:
+            read_pods(Path(w))
+    except TraceError as e:
+        return bad_input(str(e))
+    rows = []
+    for p in policies:
+        seeded = (
+            args.tie_break == "seeded"
+            if args.tie_break is not None
+            else SEEDED_TIES.get(p, False)
+            if args.engine == "core"
+            else p == "fgd"
+        )
+        pct = args.percentage_nodes_to_find
+        if pct is None:
+            pct = PERCENTAGE_NODES_TO_FIND[p] if args.engine == "core" else 100
+        rows.append((p, "seeded" if seeded else "first", pct))
+    experiments = grid(
+        workloads, str(nodes.absolute()), rows, seeds, engine=args.engine, ratio=args.ratio, tune=args.tune
+    )
+    try:  # untyped: reached through Any
+        dask: Any = importlib.import_module("distributed")
+    except ImportError:
+        return bad_input("study sweep needs Dask's distributed: pip install 'fumarole[sweep]'")
+    out = Path(args.out)
+
+    def progress(line: str) -> None:
+        print(line, file=sys.stderr, flush=True)
+
+    try:
+        from daemon.study.sweep import prepare
+
+        prepare(out, experiments, create=False)  # nothing is written before the cluster answers
+    except SweepError as e:
+        return bad_input(str(e))
+    cluster = None
+    try:
+        if args.scheduler:
+            client = dask.Client(args.scheduler, timeout="10s")
+        else:
+            cluster = dask.LocalCluster(
+                n_workers=args.workers,
+                threads_per_worker=1,
+                processes=True,
+                host="127.0.0.1",
+                dashboard_address=None,
+            )
+            client = dask.Client(cluster)
+    except OSError as e:
+        return bad_input(f"--scheduler: cannot reach {args.scheduler}: {e}")
+    try:
+        results = sweep(client, experiments, out, progress)
+    finally:
+        client.close()
+        if cluster is not None:
+            cluster.close()
+    print(f"sweep: {len(experiments)} experiments in {results}")
+    return EXIT_OK
 
 
 def _seeds(text: str) -> list[int]:
