@@ -10,7 +10,7 @@ the shared card (deviceshare's Allocate asks it), and every feasible node is sco
 
 from __future__ import annotations
 
-__all__ = ["PERCENTAGE_NODES_TO_FIND", "PRESETS", "preset_text"]
+__all__ = ["PAPER_POLICIES", "PERCENTAGE_NODES_TO_FIND", "PRESETS", "SEEDED_TIES", "preset_text"]
 
 _HEAD = """actions: "enqueue, allocate, backfill"
 tiers:
@@ -55,9 +55,27 @@ PRESETS: dict[str, tuple[str, str]] = {
         + "  - name: fgd\n    arguments:\n      fgd.weight: 10\n",
     ),
 }
+# The paper's baselines (Weng et al., Fig. 9): preset name -> plugin.
+PAPER_BASELINES = {
+    "random": "paper-random",
+    "dotprod": "paper-dotprod",
+    "gpuclustering": "paper-gpuclustering",
+    "gpupacking": "paper-gpupacking",
+    "bestfit": "paper-bestfit",
+}
+for _policy, _plugin in PAPER_BASELINES.items():
+    PRESETS[_policy] = (
+        f"vgpu-{_policy}.yaml",
+        _HEAD + _BINPACK_TIERS + _VGPU_BINPACK.replace("10\n", "0\n") + f"  - name: {_plugin}\n",
+    )
+PAPER_POLICIES = ("fgd", *PAPER_BASELINES)
 # The scheduler flag a preset runs with unless --percentage-nodes-to-find is given (0: Volcano's
-# adaptive window). FGD must see the whole cluster: part of the policy, not of the configuration text.
-PERCENTAGE_NODES_TO_FIND: dict[str, int] = {"binpack": 0, "spread": 0, "fgd": 100}
+# adaptive window). The paper's policies see the whole cluster (its simulator's
+# percentageOfNodesToScore 100): part of the policy, not of the configuration text.
+PERCENTAGE_NODES_TO_FIND: dict[str, int] = {"binpack": 0, "spread": 0} | {p: 100 for p in PAPER_POLICIES}
+# Whether a preset breaks equal scores by the experiment's seed (framework/ties.py) unless
+# --tie-break says otherwise; Volcano's presets keep the first node of the search window.
+SEEDED_TIES: dict[str, bool] = {"binpack": False, "spread": False} | {p: True for p in PAPER_POLICIES}
 
 
 def preset_text(name: str) -> str:

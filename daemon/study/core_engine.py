@@ -91,10 +91,12 @@ class CoreCluster:
         *,
         arrival_order: bool,
         percentage_nodes_to_find: int = 0,
+        tie_seed: int | None = None,
     ) -> None:
         self.conf = conf
-        # Volcano's --percentage-nodes-to-find (0: its adaptive default, 100: every node).
-        self.search = SearchOptions(percentage_nodes_to_find=percentage_nodes_to_find)
+        # Volcano's --percentage-nodes-to-find (0: its adaptive default, 100: every node); equal
+        # scores: the first candidate, or with a tie seed framework/ties.py's seeded draw.
+        self.search = SearchOptions(percentage_nodes_to_find=percentage_nodes_to_find, tie_seed=tie_seed)
         self.arrival_order = arrival_order
         self.rows = {n.name: i for i, n in enumerate(nodes)}
         objects: list[tuple[str, int, Obj]] = [("nodes", i, node_manifest(n)) for i, n in enumerate(nodes)]

@@ -1,9 +1,13 @@
 """The inflation experiment of "Beware of Fragmentation" (Weng et al., ATC'23), on the study placer.
 
-The workload is the pod list itself plus pods drawn from it with replacement (seeded) until the
-GPUs requested would pass `ratio` (1.3) times the cluster's GPU capacity (the paper's simulator's
-`tuneUpPods`), shuffled with the same seed (its `--shuffle-pod`). Pods arrive one at a time and
-never leave; each is placed at once or fails for good (`daemon.study.runs.inflation_log`).
+The workload is the paper's simulator's `TunePodsByNodeTotalResource` at `ratio` (1.3, the ratio of
+every experiment of the paper) times the cluster's GPU capacity, shuffled with the same seed (its
+`--shuffle-pod`): a list asking less is the list plus pods drawn from it with replacement (seeded)
+until the next draw's GPUs would pass the target (`tuneUpPods`; like the simulator the check adds
+the draw's milli of ONE GPU, so a multi-GPU draw may end a little above it); a list asking more is
+trimmed, pods removed at random (seeded) while the requests pass the target (`tuneDownPods`).
+Pods arrive one at a time and never leave; each is placed at once or fails for good
+(`daemon.study.runs.inflation_log`).
 """
 
 from __future__ import annotations
@@ -15,7 +19,10 @@ from dataclasses import replace
 from daemon.scheduler.plugins.fgd_fragmentation import PodShape, TypicalWorkload, typical_workload
 from daemon.study.trace import TracePod
 
-__all__ = ["TYPICAL_THRESHOLD", "inflation_workload", "shape_of", "typical_of"]
+__all__ = ["TUNE_BOTH", "TUNE_UP", "TYPICAL_THRESHOLD", "inflation_workload", "shape_of", "typical_of"]
+
+TUNE_BOTH = "both"  # the paper's: add draws up to the target, or trim a list above it
+TUNE_UP = "up"  # only add draws: a list above the target is kept whole
 
 
 def shape_of(pod: TracePod) -> PodShape:
@@ -33,21 +40,25 @@ def typical_of(pods: Sequence[TracePod], threshold: float = TYPICAL_THRESHOLD) -
 
 
 def inflation_workload(
-    pods: Sequence[TracePod], gpu_capacity_milli: int, ratio: float, seed: int
+    pods: Sequence[TracePod], gpu_capacity_milli: int, ratio: float, seed: int, tune: str = TUNE_BOTH
 ) -> list[TracePod]:
-    """The trace's pods plus seeded draws until `ratio` x capacity, shuffled; draws are renamed
-    `<name>-tuned-<i>` as in the paper's simulator."""
+    """The tuned workload, shuffled; draws are renamed `<name>-tuned-<i>` as in the paper's simulator."""
     rng = random.Random(seed)
     out = list(pods)
     requested = sum(p.total_gpu_milli for p in out)
     target = ratio * gpu_capacity_milli
-    i = 0
-    while True:
-        pick = pods[rng.randrange(len(pods))]
-        if requested + pick.total_gpu_milli > target:
-            break
-        requested += pick.total_gpu_milli
-        out.append(replace(pick, name=f"{pick.name}-tuned-{i}"))
-        i += 1
+    if requested > target and tune == TUNE_BOTH:
+        while requested > target and out:
+            gone = out.pop(rng.randrange(len(out)))
+            requested -= gone.total_gpu_milli
+    elif requested < target:
+        i = 0
+        while True:
+            pick = pods[rng.randrange(len(pods))]
+            if requested + pick.gpu_milli > target:
+                break
+            requested += pick.total_gpu_milli
+            out.append(replace(pick, name=f"{pick.name}-tuned-{i}"))
+            i += 1
     rng.shuffle(out)
     return out

@@ -14,7 +14,9 @@ Policies (see docs/studies.md):
   * `fgd`: the paper's fragmentation gradient descent: the node whose fragmentation grows least, by
     the paper's integer score, and on it the card whose choice grows it least
     (`daemon.scheduler.plugins.fgd_fragmentation`).
-Equal scores go to the node listed first (Fumarole's deterministic rule; Volcano picks at random).
+Equal scores go to the node listed first (Fumarole's deterministic rule; Volcano picks at random),
+or with a `tie_seed` to the node the seeded rule of `daemon.scheduler.framework.ties` draws (the
+core engine's rule for the paper's policies: the same whatever order the nodes are listed in).
 """
 
 from __future__ import annotations
@@ -25,11 +27,13 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
+from daemon.scheduler.framework.ties import least_key, node_keys, task_key
 from daemon.scheduler.plugins.fgd_fragmentation import (
     TypicalWorkload,
     node_fragmentation,
     shared_card_fragmentation,
 )
+from daemon.study.manifests import NAMESPACE
 from daemon.study.trace import MILLI, TraceNode, TracePod
 
 __all__ = ["POLICIES", "Cluster", "Placement"]
@@ -48,12 +52,18 @@ class Cluster:
     """Free resources of every node; `place` chooses, `bind` and `release` account."""
 
     def __init__(
-        self, nodes: Sequence[TraceNode], policy: str, typical: TypicalWorkload | None = None
+        self,
+        nodes: Sequence[TraceNode],
+        policy: str,
+        typical: TypicalWorkload | None = None,
+        tie_seed: int | None = None,
     ) -> None:
         if policy not in POLICIES:
             raise ValueError(f"unknown policy {policy!r} (known: {', '.join(POLICIES)})")
         self.policy = policy
         self.names = [n.name for n in nodes]
+        self.tie_seed = tie_seed
+        self.keys = node_keys(self.names) if tie_seed is not None else None
         models = sorted({n.model for n in nodes if n.model})
         if typical is not None:
             models = sorted(set(models) | {m for s in typical.shapes for m in s.models})
@@ -120,7 +130,7 @@ class Cluster:
         if self.policy == "fgd":
             return self._place_fgd(pod, rows)
         score = self._resource_score(pod, rows)
-        best = int(rows[int(np.argmax(score))])
+        best = int(rows[self._best(score, rows, pod)])
         n = pod.num_gpu
         cards = tuple(self._card_order(self.gpu_left[best], pod.gpu_milli)[:n]) if n else ()
         return Placement(best, cards)
@@ -175,7 +185,7 @@ class Cluster:
             table = after - before[:, None]
             best_card = np.argmin(table, axis=1)
             growth_u = table[np.arange(len(reps)), best_card]
-            j = self._pick(growth_u[inverse])
+            j = self._pick(growth_u[inverse], rows, pod)
             row = int(rows[j])
             u = int(inverse[j])
             value = self.gpu_left[reps[u], best_card[u]]
@@ -187,19 +197,28 @@ class Cluster:
                 free = np.flatnonzero(gpu[r] >= pod.gpu_milli)[: pod.num_gpu]
                 gpu[r, free] -= pod.gpu_milli
         growth_u = self._frag_after(reps, gpu, pod) - before
-        j = self._pick(growth_u[inverse])
+        j = self._pick(growth_u[inverse], rows, pod)
         row = int(rows[j])
         if not pod.num_gpu:
             return Placement(row, ())
         free_cards = np.flatnonzero(self.gpu_left[row] >= pod.gpu_milli)[: pod.num_gpu]
         return Placement(row, tuple(int(k) for k in free_cards))
 
-    def _pick(self, growth: npt.NDArray[np.float64]) -> int:
+    def _pick(self, growth: npt.NDArray[np.float64], rows: IntArray, pod: TracePod) -> int:
         """The node to take: the highest integer FGD score, floor(100 * sigmoid(-growth / 1000)) (the
-        paper's simulator's score: fragmentation drop in GPUs through a sigmoid, times 100); on equal
-        scores the node listed first (the simulator picks one at random)."""
+        paper's simulator's score: fragmentation drop in GPUs through a sigmoid, times 100); equal
+        scores by `_best`."""
         score = np.floor(100.0 / (1.0 + np.exp(growth / 1000.0)))
-        return int(np.argmax(score))
+        return self._best(score, rows, pod)
+
+    def _best(self, score: npt.NDArray[np.float64], rows: IntArray, pod: TracePod) -> int:
+        """Index of the best score; ties: the first, or with a tie seed the seeded draw."""
+        if self.keys is None or self.tie_seed is None:
+            return int(np.argmax(score))
+        tied = np.flatnonzero(score == score.max())
+        if len(tied) == 1:
+            return int(tied[0])
+        return int(tied[least_key(self.keys[rows[tied]], task_key(self.tie_seed, f"{NAMESPACE}/{pod.name}"))])
 
     def _frag_after(self, rows: IntArray, gpu: IntArray, pod: TracePod) -> npt.NDArray[np.float64]:
         assert self.typical is not None

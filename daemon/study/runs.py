@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from daemon.scheduler.framework.conf import SchedulerConf
 from daemon.study.core_engine import CoreCluster, CoreStep
-from daemon.study.inflation import inflation_workload, typical_of
+from daemon.study.inflation import TUNE_BOTH, inflation_workload, typical_of
 from daemon.study.manifests import QOS_CLASSES
 from daemon.study.placement import Cluster, Placement
 from daemon.study.runlog import RunLog
@@ -26,6 +26,7 @@ __all__ = ["CORE", "FAST", "Engine", "RunSummary", "inflation_log", "timeline_lo
 
 Progress = Callable[[str], None]
 BATCH = 500
+TIMELINE_TIE_SEED = 0  # a timeline has no experiment seed: seeded ties draw with seed 0
 FAST = "fast"
 CORE = "core"
 
@@ -38,15 +39,20 @@ class Engine:
     conf_name: str
     conf_text: str
     percentage_nodes_to_find: int = 0
+    # Equal scores: False, the first candidate; True, drawn by the experiment's seed (ties.py).
+    seeded_ties: bool = False
 
     def params(self) -> dict[str, object]:
         """What a run log records of the engine (beside the mode's own parameters)."""
-        return {
+        out: dict[str, object] = {
             "engine": CORE,
             "conf": self.conf_name,
             "conf_text": self.conf_text,
             "percentage_nodes_to_find": self.percentage_nodes_to_find,
         }
+        if self.seeded_ties:  # absent: the first candidate (the logs written before it was a choice)
+            out["tie_break"] = "seeded"
+        return out
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,28 +74,41 @@ def inflation_log(
     trace_name: str,
     progress: Progress | None = None,
     engine: Engine | None = None,
+    fast_seeded_ties: bool = False,
+    tune: str = TUNE_BOTH,
 ) -> RunLog:
     """One inflation experiment as a log: per batch of BATCH arrivals, the arrivals, a cycle with
     the binds in arrival order, and a deletion for each pod that fit nowhere.
 
     With a core `engine` every pod goes through one real session (daemon.study.core_engine);
-    the log groups its decisions per batch of arrivals all the same."""
-    cluster = Cluster(nodes, "fgd" if engine is not None else policy, typical_of(pods))
-    workload = inflation_workload(pods, cluster.gpu_capacity, ratio, seed)
+    the log groups its decisions per batch of arrivals all the same. `tune`: the paper's
+    TunePodsByNodeTotalResource both ways (draws added up to the target, or a list above it
+    trimmed), or only up (`inflation.TUNE_UP`, the list kept whole)."""
+    fast_ties = seed if engine is None and fast_seeded_ties else None
+    cluster = Cluster(nodes, "fgd" if engine is not None else policy, typical_of(pods), tie_seed=fast_ties)
+    workload = inflation_workload(pods, cluster.gpu_capacity, ratio, seed, tune=tune)
     params: dict[str, object] = {
         "mode": "inflation",
         "policy": policy,
         "seed": seed,
         "ratio": ratio,
         "trace": trace_name,
+        "tune": tune,
+        "workload_pods": len(workload),
     }
+    if engine is None:
+        params["tie_break"] = "seeded" if fast_seeded_ties else "first"
     core: CoreStep | None = None
     if engine is not None:
         params.update(engine.params())
         if progress is not None:
             progress(f"{policy} seed {seed}: one core session over {len(workload)} pods")
         core = CoreCluster(
-            nodes, engine.conf, arrival_order=True, percentage_nodes_to_find=engine.percentage_nodes_to_find
+            nodes,
+            engine.conf,
+            arrival_order=True,
+            percentage_nodes_to_find=engine.percentage_nodes_to_find,
+            tie_seed=seed if engine.seeded_ties else None,
         ).run([(p, i * 1000) for i, p in enumerate(workload)], float(len(workload)))
     log = RunLog(params, nodes)
     for start in range(0, len(workload), BATCH):
@@ -147,7 +166,11 @@ def timeline_log(
     if engine is not None:
         params.update(engine.params())
         core = CoreCluster(
-            nodes, engine.conf, arrival_order=False, percentage_nodes_to_find=engine.percentage_nodes_to_find
+            nodes,
+            engine.conf,
+            arrival_order=False,
+            percentage_nodes_to_find=engine.percentage_nodes_to_find,
+            tie_seed=TIMELINE_TIE_SEED if engine.seeded_ties else None,
         )
     log = RunLog(params, nodes)
     arrived: list[tuple[TracePod, int]] = []

@@ -77,7 +77,7 @@ def test_errors_name_the_file(tmp_path: Path) -> None:
     bad = tmp_path / "trace"
     bad.mkdir()
     (bad / "openb_pod_list_default.csv").write_text("name,cpu_milli\nx,1\n")
-    with pytest.raises(TraceError, match=r"openb_pod_list_default\.csv: missing column\(s\) memory_mib"):
+    with pytest.raises(TraceError, match=r"openb_pod_list_default\.csv: missing column\(s\) num_gpu"):
         convert_alibaba(bad, tmp_path / "o.yaml", limit=5)
     assert main([str(bad), str(tmp_path / "o.yaml")]) == 2
 

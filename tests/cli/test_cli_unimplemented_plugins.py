@@ -91,7 +91,7 @@ def test_registry_knows_every_volcano_plugin() -> None:
     assert set(VOLCANO_PLUGINS) == (set(registry.PLUGINS) - registry.BEYOND_VOLCANO_PLUGINS) | (
         registry.VOLCANO_ONLY_PLUGINS
     )
-    assert registry.BEYOND_VOLCANO_PLUGINS == {"fgd"} <= set(registry.PLUGINS)
+    assert {"fgd", "paper-bestfit"} <= registry.BEYOND_VOLCANO_PLUGINS <= set(registry.PLUGINS)
     assert not set(registry.PLUGINS) & registry.VOLCANO_ONLY_PLUGINS
 
 

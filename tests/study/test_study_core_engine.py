@@ -105,9 +105,10 @@ def test_fast_binpack_is_volcanos_binpack_plugin(seed: int) -> None:
 
 
 def test_fast_placer_only_approximates_the_named_configurations() -> None:
-    """What docs/studies.md and --help say: the presets' core decisions differ from the placer's."""
+    """What docs/studies.md and --help say: Volcano's presets' core decisions differ from the
+    placer's (its fgd decides as the core's: test_study_fgd_policy.py)."""
     traces = [random_trace(seed) for seed in range(4)]
-    for policy in PRESETS:
+    for policy in ("binpack", "spread"):
         assert any(one_session(n, p, preset_text(policy)) != fast(n, p, policy) for n, p in traces), policy
 
 
@@ -127,19 +128,25 @@ def test_one_inflation_session_decides_as_one_session_per_arrival(policy: str) -
 
 
 class ReferenceFgd(FgdPlugin):
-    """The fgd plugin's former per-node score (one node at a time, no batch)."""
+    """The fgd plugin's score one node at a time (no batch): every pod scored, a CPU-only pod by
+    the cpu it takes, shapes judged by the node's GPU model."""
 
     def reference(self, task: TaskInfo, node: NodeInfo) -> float:
         cards, milli = task_gpu(task)
-        if cards == 0 or self.typical is None:
+        if self.typical is None:
             return 0.0
         left = self.node_cards(node)
         if left is None:
-            return 0.0
+            if cards:
+                return 0.0
+            left = [0]
+        model = self._models(np.array([node.index]))
         cpu = int(node.idle.cpu)
-        before = self._frag(np.array([cpu]), np.array([left]))[0]
+        before = self._frag(np.array([cpu]), np.array([left]), model)[0]
         options: list[list[int]] = []
-        if cards == 1 and milli < 1000:
+        if cards == 0:
+            options.append(list(left))
+        elif cards == 1 and milli < 1000:
             for k in range(len(left)):
                 if left[k] >= milli:
                     options.append([*left[:k], left[k] - milli, *left[k + 1 :]])
@@ -148,7 +155,10 @@ class ReferenceFgd(FgdPlugin):
             options.append([v - milli if k in free else v for k, v in enumerate(left)])
         if not options:
             return 0.0
-        after = self._frag(np.full(len(options), cpu - int(task.resreq.cpu)), np.array(options)).min()
+        n = len(options)
+        after = self._frag(
+            np.full(n, cpu - int(task.resreq.cpu)), np.array(options), np.repeat(model, n)
+        ).min()
         return float(np.floor(100.0 / (1.0 + np.exp((after - before) / 1000.0)))) * self.weight
 
     def on_session_open(self, ssn: Session) -> None:

@@ -104,7 +104,8 @@ def convert_alibaba(
     cap_ms = parse_duration(max_duration) if max_duration is not None else None
     trace = Path(trace_dir)
     path = pod_file(trace)
-    pods = sorted(read_pods(path), key=lambda p: p.creation)  # stable: file order at equal times
+    # The importer replays the trace's times: a list without them (the multi-GPU ones) is refused.
+    pods = sorted(read_pods(path, need_times=True), key=lambda p: p.creation)  # stable at equal times
     rng = random.Random(seed)
     take = len(pods) if limit is None else limit
     start = rng.randrange(0, max(1, len(pods) - take + 1)) if limit is not None else 0

@@ -140,7 +140,7 @@ class Allocate:
                     if job.need_continue_allocating():
                         continue
                     break
-            best = choose_node(ssn, task, candidates)
+            best = choose_node(ssn, task, candidates, self.search.tie_seed)
             if best is None:
                 continue
             if not self.allocate_task(stmt, task, best):

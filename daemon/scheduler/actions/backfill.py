@@ -49,7 +49,7 @@ class Backfill:
             if candidates.size == 1:
                 node = ssn.table.nodes[int(candidates[0])]
             else:
-                node = best_scored(ssn, task, candidates)
+                node = best_scored(ssn, task, candidates, self.search.tie_seed)
             try:
                 ssn.allocate(task, node)
             except Exception as e:  # accounting conflict: recorded as this node's error

@@ -8,7 +8,9 @@ and the start index advances past the nodes that a sequential scan would have ex
 
 Where Volcano picks at random among nodes with the best score, we take the first of them in
 candidate order (node-list order from the search start).  With fewer than 100 nodes the start
-index never moves, so ties go to the earliest node in the node list.
+index never moves, so ties go to the earliest node in the node list. With `tie_seed` set (the
+studies' paper policies) the tied node is instead drawn by the seeded, order-free rule of
+`daemon.scheduler.framework.ties`.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ import numpy as np
 
 from daemon.scheduler.framework.combinators import PREDICATE
 from daemon.scheduler.framework.nodetable import RowMemo
+from daemon.scheduler.framework.ties import least_key, node_keys, task_key
 from daemon.scheduler.model.fit import FitErrors
 
 if TYPE_CHECKING:
@@ -38,6 +41,9 @@ class SearchOptions:
     minimum_feasible_nodes: int = 100
     minimum_percentage_nodes_to_find: int = 5
     percentage_nodes_to_find: int = 0
+    # Not a Volcano flag: None keeps the first of the best-scored candidates; an int breaks ties by
+    # the seeded rule of framework/ties.py (independent of node order).
+    tie_seed: int | None = None
 
 
 BASELINE_PERCENTAGE = 50
@@ -417,7 +423,9 @@ def _fill_fit_errors(
     fe.add_counts(dict(counts), int(np.count_nonzero(failed)), names)
 
 
-def choose_node(ssn: Session, task: TaskInfo, candidates: IntArray) -> NodeInfo | None:
+def choose_node(
+    ssn: Session, task: TaskInfo, candidates: IntArray, tie_seed: int | None = None
+) -> NodeInfo | None:
     """Allocate's prioritizeNodes: idle-fit group first, then future-idle-fit; best score wins."""
     if candidates.size == 0:
         return None
@@ -430,7 +438,7 @@ def choose_node(ssn: Session, task: TaskInfo, candidates: IntArray) -> NodeInfo 
     else:
         idle_ok = table.fits(table.idle, cols, vals, candidates)
     if idle_ok.all():
-        return candidates_best(ssn, task, candidates)
+        return candidates_best(ssn, task, candidates, tie_seed)
     groups = [candidates[idle_ok]]
     rest = candidates[~idle_ok]
     if rest.size:
@@ -441,20 +449,29 @@ def choose_node(ssn: Session, task: TaskInfo, candidates: IntArray) -> NodeInfo 
             continue
         if group.size == 1:
             return table.nodes[int(group[0])]
-        return best_scored(ssn, task, group)
+        return best_scored(ssn, task, group, tie_seed)
     return None
 
 
-def candidates_best(ssn: Session, task: TaskInfo, group: IntArray) -> NodeInfo:
+def candidates_best(ssn: Session, task: TaskInfo, group: IntArray, tie_seed: int | None = None) -> NodeInfo:
     if group.size == 1:
         return ssn.table.nodes[int(group[0])]
-    return best_scored(ssn, task, group)
+    return best_scored(ssn, task, group, tie_seed)
 
 
-def best_scored(ssn: Session, task: TaskInfo, group: IntArray) -> NodeInfo:
+def _tie_break(ssn: Session, task: TaskInfo, tied: IntArray, seed: int | None) -> NodeInfo:
+    """The first tied row, or with a seed the one framework/ties.py draws."""
+    table = ssn.table
+    if seed is None or tied.size == 1:
+        return table.nodes[int(tied[0])]
+    keys = node_keys([table.names[int(r)] for r in tied])
+    return table.nodes[int(tied[least_key(keys, task_key(seed, task.key))])]
+
+
+def best_scored(ssn: Session, task: TaskInfo, group: IntArray, tie_seed: int | None = None) -> NodeInfo:
     table = ssn.table
     if not ssn.has_node_scores() and not ssn.has("bestNode"):
-        return table.nodes[int(group[0])]
+        return _tie_break(ssn, task, group, tie_seed)
     local = ssn.local_scoring
     scores = local.scores(task, group) if local is not None else None
     if scores is None:
@@ -466,4 +483,7 @@ def best_scored(ssn: Session, task: TaskInfo, group: IntArray) -> NodeInfo:
         picked = ssn.best_node_fn(task, by_score)
         if picked is not None:
             return picked
-    return table.nodes[int(group[int(np.argmax(scores))])]
+    if tie_seed is None:
+        return table.nodes[int(group[int(np.argmax(scores))])]
+    scores = np.asarray(scores)
+    return _tie_break(ssn, task, group[scores == scores.max()], tie_seed)

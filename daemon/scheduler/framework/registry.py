@@ -67,12 +67,20 @@ PLUGINS: dict[str, PluginFactory] = {
     "deviceshare": Deferred(_PLUGINS + "deviceshare"),
     # beyond Volcano, opt-in: fragmentation gradient descent (Weng et al., ATC'23), docs/studies.md
     "fgd": Deferred(_PLUGINS + "fgd"),
+    # beyond Volcano, opt-in: the FGD paper's baselines (plugins/paper_scores.py), docs/studies.md
+    "paper-random": Deferred(_PLUGINS + "paper_random"),
+    "paper-dotprod": Deferred(_PLUGINS + "paper_dotprod"),
+    "paper-gpuclustering": Deferred(_PLUGINS + "paper_gpuclustering"),
+    "paper-gpupacking": Deferred(_PLUGINS + "paper_gpupacking"),
+    "paper-bestfit": Deferred(_PLUGINS + "paper_bestfit"),
     "task-topology": Deferred(_PLUGINS + "task_topology"),
     "resource-strategy-fit": Deferred(_PLUGINS + "resource_strategy_fit"),
 }
 
 # Plugins of Fumarole that Volcano does not have (opt-in: a configuration must name them).
-BEYOND_VOLCANO_PLUGINS: frozenset[str] = frozenset({"fgd"})
+BEYOND_VOLCANO_PLUGINS: frozenset[str] = frozenset(
+    {"fgd", "paper-random", "paper-dotprod", "paper-gpuclustering", "paper-gpupacking", "paper-bestfit"}
+)
 
 # Volcano actions and plugins that exist upstream but are not (yet) implemented here: a
 # configuration naming them is accepted with a warning (plugins) or refused clearly (actions).

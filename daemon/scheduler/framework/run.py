@@ -137,6 +137,7 @@ def _run_session(
     with tracer.start_as_current_span("session") as root:
         t_open = time.perf_counter()
         ssn = Session(snapshot, conf, measure_callbacks=measuring, whole_copy=whole_copy)
+        ssn.tie_seed = search.tie_seed if search is not None else None
         root.set_attribute("session.id", ssn.uid)
         root.set_attribute("session.jobs", len(ssn.jobs))
         root.set_attribute("session.nodes", len(ssn.node_list))

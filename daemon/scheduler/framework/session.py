@@ -174,6 +174,9 @@ class Session(Combinators):
         # Shared across actions, as Volcano's package-level lastProcessedNodeIndex.
         self.last_processed_node_index = 0
         self.warnings: list[str] = list(conf.warnings)
+        # The search's tie seed (SearchOptions.tie_seed, framework/ties.py), for plugins that draw
+        # seeded choices of their own (the paper-random plugin's card); None when not seeded.
+        self.tie_seed: int | None = None
         self._pc_cache: dict[str, PluginOption] = {}
 
     @property

@@ -54,6 +54,8 @@ KNOWN_GEOMETRIES_CM_NAMESPACE = "deviceshare.KnownGeometriesCMNamespace"
 GPU_EXCLUSIVE_RULES = "deviceshare.GPUExclusiveRules"
 PREDICATES_PLUGIN = "predicates"
 FGD_PLUGIN = "fgd"
+# Beyond Volcano: opt-in plugins that choose a vGPU pod's cards (their `card_order`), first wins.
+CARD_CHOOSERS = (FGD_PLUGIN, "paper-random")
 NODE_LOCK_SECONDS = 300.0
 _RFC3339 = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})$")
 
@@ -330,8 +332,15 @@ class DeviceSharePlugin:
             return
         node = ssn.nodes[node_name]
         self._touch(node_name)
-        # Beyond Volcano: a configured fgd plugin chooses the vGPU cards (its `card_order`).
-        card_order = getattr(ssn.plugins.get(FGD_PLUGIN), "card_order", None)
+        # Beyond Volcano: a configured fgd (or paper-random) plugin chooses the vGPU cards.
+        card_order = next(
+            (
+                getattr(ssn.plugins[n], "card_order", None)
+                for n in CARD_CHOOSERS
+                if n in ssn.plugins and hasattr(ssn.plugins[n], "card_order")
+            ),
+            None,
+        )
         for p in self.pools(node_name):
             if not p.has_request(task):
                 continue

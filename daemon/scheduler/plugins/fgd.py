@@ -1,15 +1,19 @@
-"""The fgd plugin (beyond Volcano, opt-in): fragmentation gradient descent node scoring for GPU pods.
+"""The fgd plugin (beyond Volcano, opt-in): fragmentation gradient descent node scoring.
 
 From "Beware of Fragmentation" (Weng et al., USENIX ATC 2023). A node is scored for a task by how
 much placing the task there changes the node's GPU fragmentation against the session's typical
 workload (`fgd_fragmentation`): score = floor(100 * sigmoid((before - after) / 1000)) * fgd.weight,
-taking for a shared-GPU task the card that grows fragmentation least. Tasks that ask no vGPU score
-0 everywhere (Volcano's other scorers decide). The node's cards are the deviceshare vGPU cards
-(`volcano.sh/node-vgpu-register`); their use is read from the tasks on the node
-(`volcano.sh/vgpu-ids-new`, on the pod or recorded by this session's allocations), so the plugin
-needs `deviceshare.VGPUEnable` and the predicates plugin to allocate cards. The typical workload is
-every task of the session's jobs (shape: cpu, cards, cores x 10 milli; GPU-model constraints are
-not read). Arguments: `fgd.weight` (default 1).
+taking for a shared-GPU task the card that grows fragmentation least. Every task is scored, as in
+the paper's simulator (its FGDScore): a task asking no vGPU still takes cpu, which can leave a GPU
+node's idle cards unusable to the typical shapes (a node without cards scores 50, sigmoid(0)).
+The node's cards are the deviceshare vGPU cards (`volcano.sh/node-vgpu-register`); their use is
+read from deviceshare's pools, or from the tasks on the node (`volcano.sh/vgpu-ids-new`), so the
+plugin needs `deviceshare.VGPUEnable` and the predicates plugin to allocate cards. The typical
+workload is every task of the session's jobs (shape: cpu, cards, cores x 10 milli, acceptable GPU
+models). GPU models: a node's model is its label `fgd.modelLabel` (default `alibaba.com/gpu-model`,
+the study importer's label); a task's acceptable models are the values of a required node-affinity
+`In` expression on that label (none: any model), so a shape counts as unable to run on a node of
+another model. Arguments: `fgd.weight` (default 1), `fgd.modelLabel`.
 
 While fgd is configured it also chooses the card of a pod sharing one GPU: deviceshare's Allocate
 asks `card_order` (the card that grows fragmentation least, `shared_card_fragmentation`, the fast
@@ -50,8 +54,24 @@ from daemon.scheduler.plugins.fgd_fragmentation import (
 NAME = "fgd"
 DEVICESHARE = "deviceshare"
 WEIGHT = "fgd.weight"
+MODEL_LABEL = "fgd.modelLabel"
+DEFAULT_MODEL_LABEL = "alibaba.com/gpu-model"
 KEPT_KEY = "fgd.cards"
 _IDLE_STATUSES = (TaskStatus.PIPELINED, TaskStatus.RELEASING)
+
+
+def task_models(task: TaskInfo, label: str) -> tuple[str, ...]:
+    """GPU models the task accepts: the values of a required node-affinity `In` expression on
+    `label` (several terms: any of their values), () for any model."""
+    na = task.pod.affinity.get("nodeAffinity") if isinstance(task.pod.affinity, dict) else None
+    req = na.get("requiredDuringSchedulingIgnoredDuringExecution") if isinstance(na, dict) else None
+    terms = req.get("nodeSelectorTerms") if isinstance(req, dict) else None
+    models: set[str] = set()
+    for term in terms or []:
+        for expr in (term.get("matchExpressions") or []) if isinstance(term, dict) else []:
+            if isinstance(expr, dict) and expr.get("key") == label and expr.get("operator") == "In":
+                models.update(str(v) for v in expr.get("values") or [])
+    return tuple(sorted(models))
 
 
 def task_gpu(task: TaskInfo) -> tuple[int, int]:
@@ -74,10 +94,11 @@ class CardRows:
     stamp they were read at (-1: never); `source` is what the stamps count (deviceshare's kept
     pools for the rows kept between sessions, None for one session's node table versions)."""
 
-    __slots__ = ("has", "left", "source", "stamp")
+    __slots__ = ("count", "has", "left", "source", "stamp")
 
     def __init__(self, n: int, source: object = None) -> None:
         self.left: IntArray = np.zeros((n, 1), dtype=np.int64)
+        self.count: IntArray = np.zeros(n, dtype=np.int64)  # registered cards
         self.has: BoolArray = np.zeros(n, dtype=np.bool_)
         self.stamp: IntArray = np.full(n, -1, dtype=np.int64)
         self.source = source
@@ -85,6 +106,7 @@ class CardRows:
     def reset(self, n: int, source: object) -> None:
         """Forget every row: stamps counted by `source` from now on."""
         self.left = np.zeros((n, 1), dtype=np.int64)
+        self.count = np.zeros(n, dtype=np.int64)
         self.has = np.zeros(n, dtype=np.bool_)
         self.stamp = np.full(n, -1, dtype=np.int64)
         self.source = source
@@ -99,14 +121,19 @@ class CardRows:
         if left is not None:
             self.left[row, : len(left)] = left
         self.has[row] = left is not None
+        self.count[row] = len(left) if left is not None else 0
         self.stamp[row] = stamp
 
 
 class FgdPlugin:
     name = NAME
+    kept_key = KEPT_KEY  # where the card rows are kept between sessions (one key per plugin)
 
     def __init__(self, arguments: dict[str, Any]) -> None:
         self.weight = arg_int(arguments, WEIGHT, 1)
+        self.model_label = str(arguments.get(MODEL_LABEL, DEFAULT_MODEL_LABEL))
+        self.model_ids: dict[str, int] = {}
+        self.row_model: IntArray | None = None  # per node row: its model's column (0: none)
         self.typical: Any = None
         self.table: NodeTable | None = None
         self.nodes: dict[str, NodeInfo] = {}
@@ -114,6 +141,7 @@ class FgdPlugin:
         # Per row: milli left on each card, whether the node has vGPU cards, the stamp read at.
         self.rows = CardRows(0)
         self.kept: CardRows | None = None  # the rows kept across sessions (deviceshare's stamps)
+        self.last_count: IntArray = np.zeros(0, dtype=np.int64)  # cards of the rows `_cards` read last
 
     def node_cards(self, node: NodeInfo) -> list[int] | None:
         """Milli left on each registered card of the node, None for a node without vGPU cards.
@@ -171,31 +199,43 @@ class FgdPlugin:
         for k in stale:
             row = int(rows[k])
             cache.put(row, self.node_cards(table.nodes[row]), int(version[k]))
+        self.last_count = cache.count[rows]
         return cache.left[rows], cache.has[rows]
+
+    def _models(self, rows: IntArray) -> IntArray:
+        """Each row's GPU model column in the typical workload's access table (0: none known)."""
+        if self.row_model is None:
+            return np.zeros(len(rows), dtype=np.int64)
+        return self.row_model[rows]
 
     def score_batch(self, task: TaskInfo, rows: IntArray) -> FloatArray:
         """Scores of the node rows: floor(100 * sigmoid((before - after) / 1000)) x weight, after
-        the best card for a shared GPU (the first `cards` cards with room for whole GPUs)."""
+        the best card for a shared GPU (the first `cards` cards with room for whole GPUs; no card
+        for a task asking no vGPU: only its cpu is taken)."""
         out: FloatArray = np.zeros(len(rows))
         cards, milli = task_gpu(task)
-        if cards == 0 or self.typical is None or self.table is None or len(rows) == 0:
+        if self.typical is None or self.table is None or len(rows) == 0:
             return out
         left, has = self._cards(rows)
+        model = self._models(rows)
         cpu_col = self.table.col["cpu"]
         cpu = self.table.idle[rows, cpu_col].astype(np.int64)
         cpu_after = cpu - int(task.resreq.cpu)
         if cards == 1 and milli < 1000:
-            zeros = np.zeros(len(rows), dtype=np.int64)
-            frag, table = fragmentation_and_card_table(cpu, cpu_after, left, milli, zeros, self.typical)
+            frag, table = fragmentation_and_card_table(cpu, cpu_after, left, milli, model, self.typical)
             assert frag is not None
             before = frag
             after = table.min(axis=1)
             scored = np.isfinite(after)
+        elif cards == 0:
+            before = self._frag(cpu, left, model)
+            after = self._frag(cpu_after, left, model)
+            scored = np.ones(len(rows), dtype=np.bool_)
         else:
-            before = self._frag(cpu, left)
+            before = self._frag(cpu, left, model)
             fits = left >= milli
             take = fits & (np.cumsum(fits, axis=1) <= cards)
-            after = self._frag(cpu_after, left - milli * take)
+            after = self._frag(cpu_after, left - milli * take, model)
             scored = has
         growth = np.where(scored, after - before, 0.0)
         score = np.floor(100.0 / (1.0 + np.exp(growth / 1000.0))) * self.weight
@@ -213,36 +253,55 @@ class FgdPlugin:
         idx = sorted(cards)
         left = np.array([[1000 - cards[i].used_core * 10 for i in idx]], dtype=np.int64)
         cpu = int(node.idle.cpu) - (0 if task.uid in node.tasks else int(task.resreq.cpu))
-        after = shared_card_fragmentation(
-            np.array([cpu], dtype=np.int64), left, milli, np.zeros(1, dtype=np.int64), self.typical
-        )[0]
+        model = (
+            self._models(np.array([node.index], dtype=np.int64))
+            if node.index >= 0
+            else np.zeros(1, dtype=np.int64)
+        )
+        after = shared_card_fragmentation(np.array([cpu], dtype=np.int64), left, milli, model, self.typical)[
+            0
+        ]
         return [idx[k] for k in sorted(range(len(idx)), key=lambda k: (after[k], idx[k]))]
 
-    def _frag(self, cpu: IntArray, gpu: IntArray) -> FloatArray:
-        n = len(cpu)
-        return node_fragmentation(cpu, gpu, np.zeros(n, dtype=np.int64), self.typical)
+    def _frag(self, cpu: IntArray, gpu: IntArray, model: IntArray) -> FloatArray:
+        return node_fragmentation(cpu, gpu, model, self.typical)
 
     def on_session_open(self, ssn: Session) -> None:
         shapes = []
         for job in ssn.jobs.values():
             for t in job.peek_tasks().values():  # read only: never copies the session's jobs
                 cards, milli = task_gpu(t)
-                shapes.append(PodShape(int(t.resreq.cpu), cards, milli if cards else 0))
-        self.typical = typical_workload(shapes, 1.0).arrays({}) if shapes else None
+                models = task_models(t, self.model_label) if cards else ()
+                shapes.append(PodShape(int(t.resreq.cpu), cards, milli if cards else 0, models))
+        table = ssn.table
+        wanted = sorted({m for s in shapes for m in s.models})
+        self.model_ids = {m: i + 1 for i, m in enumerate(wanted)}
+        self.row_model = None
+        if self.model_ids:
+            label = self.model_label
+            self.row_model = np.array(
+                [self.model_ids.get(n.facts.labels.get(label, ""), 0) for n in table.nodes], dtype=np.int64
+            )
+        self.typical = typical_workload(shapes, 1.0).arrays(self.model_ids) if shapes else None
+        self.open_cards(ssn)
+        if self.weight != 0:
+            ssn.register(cb.NODE_ORDER, NAME, self.score, self.score_batch)
+
+    def open_cards(self, ssn: Session) -> None:
+        """Read the session's vGPU cards through deviceshare (rows kept under `kept_key`)."""
         table = ssn.table
         self.table = table
         self.nodes = ssn.nodes
         self.plugins = ssn.plugins
         self.rows = CardRows(len(table.nodes))
-        kept: CardRows | None = ssn.derived.current(KEPT_KEY)
+        kept: CardRows | None = ssn.derived.current(self.kept_key)
         self.kept = kept if kept is not None else CardRows(0)
-        ssn.derived.keep(KEPT_KEY, self.kept)
-        if self.weight != 0:
-            ssn.register(cb.NODE_ORDER, NAME, self.score, self.score_batch)
+        ssn.derived.keep(self.kept_key, self.kept)
 
     def on_session_close(self, ssn: Session) -> None:
         self.typical = None
         self.table = None
+        self.row_model = None
         self.nodes = {}
         self.plugins = {}
         self.kept = None

@@ -1,0 +1,13 @@
+"""The paper-dotprod plugin (beyond Volcano, opt-in): a baseline of the FGD paper, see paper_scores."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from daemon.scheduler.plugins.paper_scores import PaperScore, new_dotprod
+
+NAME = "paper-dotprod"
+
+
+def new(arguments: dict[str, Any]) -> PaperScore:
+    return new_dotprod(arguments)

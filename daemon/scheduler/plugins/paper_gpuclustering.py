@@ -1,0 +1,13 @@
+"""The paper-gpuclustering plugin (beyond Volcano, opt-in): a baseline of the FGD paper, see paper_scores."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from daemon.scheduler.plugins.paper_scores import PaperScore, new_gpuclustering
+
+NAME = "paper-gpuclustering"
+
+
+def new(arguments: dict[str, Any]) -> PaperScore:
+    return new_gpuclustering(arguments)

@@ -1,0 +1,13 @@
+"""The paper-gpupacking plugin (beyond Volcano, opt-in): a baseline of the FGD paper, see paper_scores."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from daemon.scheduler.plugins.paper_scores import PaperScore, new_gpupacking
+
+NAME = "paper-gpupacking"
+
+
+def new(arguments: dict[str, Any]) -> PaperScore:
+    return new_gpupacking(arguments)
