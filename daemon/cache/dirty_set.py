@@ -329,6 +329,7 @@ def freeze_dirty(
         namespaces=prev.namespaces,
         priority_classes=prev.priority_classes,
         other_tasks=[],
+        hypernodes=prev.hypernodes,
         now=now,
         session_id=sid,
     )

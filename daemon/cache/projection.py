@@ -24,6 +24,7 @@ from typing import Any
 from daemon.cache.dirty_set import Membership, freeze_dirty, job_unchanged
 from daemon.cache.state import DEFAULT_SCHEDULER_NAMES, Key, ProjectionState
 from daemon.manifests import BUILTIN_PRIORITY_CLASSES, ManifestError, ObjectDecoder
+from daemon.scheduler.model.hypernode import HyperNodeSpec
 from daemon.scheduler.model.job import Condition, JobInfo
 from daemon.scheduler.model.node import NodeError, NodeInfo
 from daemon.scheduler.model.queue import (
@@ -89,6 +90,10 @@ _FOLLOWED: frozenset[type] = frozenset(
 )
 
 _MISSING = object()
+
+
+def _spec_name(spec: HyperNodeSpec) -> str:
+    return spec.name
 
 
 def session_id(cycle: int) -> str:
@@ -230,6 +235,8 @@ class Projection(ProjectionState):
                 rec = d.priority_class(name, manifest, source=src)
             elif kind == "Namespace":
                 rec = d.namespace(name, manifest, source=src)
+            elif kind == "HyperNode":
+                rec = d.hypernode(name, manifest, source=src)
             elif kind == "PodDisruptionBudget":
                 rec = d.pod_disruption_budget(ns, name, manifest, source=src)
             else:
@@ -282,6 +289,7 @@ class Projection(ProjectionState):
                 namespaces=dict(prev.namespaces),
                 priority_classes=dict(prev.priority_classes),
                 other_tasks=list(prev.other_tasks),
+                hypernodes=prev.hypernodes,
                 now=now,
                 session_id=sid,
             )
@@ -335,6 +343,7 @@ class Projection(ProjectionState):
             snap.queues[self.default_queue] = QueueInfo(
                 self.default_queue, weight=1, reclaimable=True, state=QUEUE_OPEN
             )
+        snap.hypernodes = tuple(sorted((hn for _key, hn in self._records("HyperNode")), key=_spec_name))
         node_recs = list(self._records("Node"))
         node_names = {n.name for _key, n in node_recs}
 

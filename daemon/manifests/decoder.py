@@ -6,6 +6,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from daemon.manifests.fields import Doc, type_name
+from daemon.manifests.hypernodes import decode_hypernode
 from daemon.manifests.kinds import GROUP_NAME_KEY, KIND_GROUPS, SUPPORTED_KINDS
 from daemon.manifests.namespaces import decode_namespace, decode_pdb, decode_resource_quota
 from daemon.manifests.nodes import decode_node
@@ -14,6 +15,7 @@ from daemon.manifests.podgroups import decode_podgroup, job_info, normal_pod_gro
 from daemon.manifests.pods import Pod, decode_pod, pod_task
 from daemon.manifests.priority_classes import decode_priority_class
 from daemon.manifests.queues import decode_queue
+from daemon.scheduler.model.hypernode import HyperNodeSpec
 from daemon.scheduler.model.job import JobInfo
 from daemon.scheduler.model.node import NodeInfo
 from daemon.scheduler.model.queue import (
@@ -68,6 +70,9 @@ class ObjectDecoder:
 
     def priority_class(self, name: str, obj: Any, *, source: str = "") -> PriorityClassInfo:
         return decode_priority_class(self._entry("PriorityClass", "", name, obj, source))
+
+    def hypernode(self, name: str, obj: Any, *, source: str = "") -> HyperNodeSpec:
+        return decode_hypernode(self._entry("HyperNode", "", name, obj, source))
 
     def namespace(self, name: str, obj: Any, *, source: str = "") -> NamespaceInfo:
         return decode_namespace(self._entry("Namespace", "", name, obj, source))

@@ -6,6 +6,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from daemon.manifests.fields import Doc, Obj, show, to_resource
+from daemon.manifests.hypernodes import decode_network_topology
 from daemon.manifests.kinds import (
     COOLDOWN_KEY,
     JDB_MAX_UNAVAILABLE,
@@ -18,6 +19,7 @@ from daemon.manifests.kinds import (
 from daemon.manifests.objects import Entry
 from daemon.manifests.pod_requests import quota_usage
 from daemon.manifests.pods import Pod
+from daemon.scheduler.model.hypernode import NetworkTopology
 from daemon.scheduler.model.job import Condition, JobInfo
 from daemon.scheduler.model.queue import PriorityClassInfo
 from daemon.scheduler.model.resources import Resource
@@ -42,6 +44,7 @@ class Group:
     annotations: dict[str, str]
     labels: dict[str, str]
     status: Obj = field(default_factory=dict)
+    network_topology: NetworkTopology | None = None
 
 
 def decode_podgroup(e: Entry) -> Group:
@@ -72,6 +75,7 @@ def decode_podgroup(e: Entry) -> Group:
         annotations=d.str_map(meta.get("annotations"), "metadata.annotations"),
         labels=d.str_map(meta.get("labels"), "metadata.labels"),
         status=status,
+        network_topology=decode_network_topology(d, spec.get("networkTopology"), "spec.networkTopology"),
     )
 
 
@@ -94,6 +98,7 @@ def job_info(
         creation=g.creation,
         annotations=g.annotations,
         preemptable=preemptable(g.annotations, g.labels, False),
+        network_topology=g.network_topology,
     )
     d, st = g.doc, g.status
     for i, c in enumerate(d.seq(st.get("conditions"), "status.conditions")):

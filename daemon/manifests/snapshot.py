@@ -1,7 +1,7 @@
 """Building the ClusterSnapshot: every object classified, then decoded kind by kind, then assembled.
 
 Order: PriorityClasses (plus the built-in ones), Namespaces, ResourceQuotas,
-PodDisruptionBudgets, Queues (plus `root` and the default queue when missing), Nodes; then
+PodDisruptionBudgets, Queues (plus `root` and the default queue when missing), Nodes, HyperNodes; then
 PodGroups, Pods and Volcano Jobs in object order; pods of ours without a group get the PodGroup
 controller's group; bound, not finished tasks occupy their node; other schedulers' pods are kept
 only when bound.  See the package docstring for the modelling notes.
@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from daemon.manifests.fields import Doc
+from daemon.manifests.hypernodes import decode_hypernode
 from daemon.manifests.kinds import GROUP_NAME_KEY
 from daemon.manifests.namespaces import decode_namespace, decode_pdb, decode_resource_quota
 from daemon.manifests.nodes import decode_node
@@ -32,6 +33,7 @@ from daemon.manifests.priority_classes import BUILTIN_PRIORITY_CLASSES, decode_p
 from daemon.manifests.queues import decode_queue
 from daemon.manifests.reading import PendingLoad, load_objects
 from daemon.manifests.volcano_job import expand_volcano_job
+from daemon.scheduler.model.hypernode import HyperNodeSpec
 from daemon.scheduler.model.job import JobInfo
 from daemon.scheduler.model.queue import (
     DEFAULT_QUEUE,
@@ -55,6 +57,12 @@ class _Unclaimed(Claims):
 
 
 _UNCLAIMED = _Unclaimed()
+
+
+def _name(spec: HyperNodeSpec) -> str:
+    return spec.name
+
+
 _NO_CLASSES: dict[str, PriorityClassInfo] = {}
 
 
@@ -144,6 +152,9 @@ class _Builder:
             )
         for e in by_kind.get("Node", []):
             snap.nodes.append(decode_node(e) if e.record is None else e.record)
+        snap.hypernodes = tuple(
+            sorted((decode_hypernode(e) for e in by_kind.get("HyperNode", [])), key=_name)
+        )
 
         groups: dict[str, Group] = {}
         pods: list[Pod] = []

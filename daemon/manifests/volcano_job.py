@@ -5,6 +5,7 @@ minPartitions*partitionSize), job minAvailable default = sum of task minAvailabl
 the default queue, schedulerName default = first scheduler name; the PodGroup
 `<job>-<metadata.uid>` (the plain job name when the manifest has no uid) with minResources from
 calcPGMinResources; pods `<job>-<task>-<index>` (uid `<ns>-<pod>`), Pending and unbound.
+`spec.networkTopology` is copied to the PodGroup (highestTierAllowed, else highestTierName).
 `expand_job` returns the same expansion as manifests (for the simulator's workloads).
 """
 
@@ -17,6 +18,7 @@ from fractions import Fraction
 from typing import Any
 
 from daemon.manifests.fields import Doc, Obj, show, to_resource
+from daemon.manifests.hypernodes import decode_network_topology, network_topology_manifest
 from daemon.manifests.kinds import (
     COOLDOWN_KEY,
     GROUP_NAME_KEY,
@@ -35,6 +37,7 @@ from daemon.manifests.pod_requests import add_list, quota_usage, times
 from daemon.manifests.podgroups import Group
 from daemon.manifests.pods import Pod, PodSpec, parse_pod_spec
 from daemon.manifests.priority_classes import decode_priority_class
+from daemon.scheduler.model.hypernode import NetworkTopology
 from daemon.scheduler.model.queue import DEFAULT_QUEUE, PriorityClassInfo
 
 
@@ -75,6 +78,7 @@ def expand_volcano_job(
         scheduler_names[0] if scheduler_names else "volcano"
     )
     job_pc = d.string(spec.get("priorityClassName"), "spec.priorityClassName")
+    network_topology = job_network_topology(d, spec)
     pg_name = f"{e.name}-{job_uid}" if job_uid else e.name
     tasks = d.seq(spec.get("tasks"), "spec.tasks")
     if not tasks:
@@ -176,6 +180,7 @@ def expand_volcano_job(
         creation=creation,
         annotations=annotations,
         labels=labels,
+        network_topology=network_topology,
     )
 
     owner = job_uid or f"{e.namespace}-{e.name}"
@@ -237,6 +242,15 @@ def expand_volcano_job(
             )
 
 
+def job_network_topology(d: Doc, spec: Obj) -> NetworkTopology | None:
+    """The PodGroup's networkTopology the Job controller writes: the mode, and highestTierAllowed
+    when set, else highestTierName (createPodGroupIfNotExist)."""
+    nt = decode_network_topology(d, spec.get("networkTopology"), "spec.networkTopology")
+    if nt is not None and nt.highest_tier_allowed is not None and nt.highest_tier_name:
+        nt = NetworkTopology(nt.mode, nt.highest_tier_allowed, "")
+    return nt
+
+
 def expand_job(
     file: str,
     index: int,
@@ -295,6 +309,8 @@ def expand_job(
             spec["priorityClassName"] = g.priority_class_name
         if g.min_resources is not None:
             spec["minResources"] = g.min_resources.to_quantities()
+        if g.network_topology is not None:
+            spec["networkTopology"] = network_topology_manifest(g.network_topology)
         out.append(
             {
                 "apiVersion": "scheduling.volcano.sh/v1beta1",

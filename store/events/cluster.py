@@ -115,6 +115,19 @@ class NamespaceDeleted(EventBase, frozen=True, tag="namespace.deleted"):
     at_ms: int = 0
 
 
+class HyperNodeUpserted(EventBase, frozen=True, tag="hypernode.upserted"):
+    """A topology.volcano.sh/v1alpha1 HyperNode (cluster-scoped)."""
+
+    name: str
+    manifest: Manifest
+    at_ms: int = 0
+
+
+class HyperNodeDeleted(EventBase, frozen=True, tag="hypernode.deleted"):
+    name: str
+    at_ms: int = 0
+
+
 class ResyncStarted(EventBase, frozen=True, tag="resync.started"):
     source: str
     kinds: tuple[str, ...] = ()
@@ -157,6 +170,8 @@ ObservedEvent = (
     | PodDisruptionBudgetDeleted
     | NamespaceUpserted
     | NamespaceDeleted
+    | HyperNodeUpserted
+    | HyperNodeDeleted
     | ResyncStarted
     | ResyncCompleted
     | ClockAdvanced
@@ -168,6 +183,7 @@ _CLUSTER_SCOPED: dict[str, type[EventBase]] = {
     "Queue": QueueUpserted,
     "PriorityClass": PriorityClassUpserted,
     "Namespace": NamespaceUpserted,
+    "HyperNode": HyperNodeUpserted,
 }
 _NAMESPACED: dict[str, type[EventBase]] = {
     "Pod": PodUpserted,

@@ -55,7 +55,16 @@ __all__ = ["SOURCE_NAME", "SimStats", "Simulator"]
 
 Obj = dict[str, Any]
 SOURCE_NAME = "simulator"
-RESYNC_KINDS = ("Namespace", "Node", "Pod", "PodGroup", "PriorityClass", "Queue", "ResourceQuota")
+RESYNC_KINDS = (
+    "HyperNode",
+    "Namespace",
+    "Node",
+    "Pod",
+    "PodGroup",
+    "PriorityClass",
+    "Queue",
+    "ResourceQuota",
+)
 _TERMINATED = ("Succeeded", "Failed")
 _EPS = 1e-6
 

@@ -56,7 +56,15 @@ INCARNATION_KEY = "fumarole.io/incarnation"
 """Set by the simulator on a Volcano Job pod recreated after an eviction: 1, 2, ..."""
 GROUP_NAME_KEY = "scheduling.k8s.io/group-name"
 
-CLUSTER_KINDS = ("Namespace", "Node", "PodDisruptionBudget", "PriorityClass", "Queue", "ResourceQuota")
+CLUSTER_KINDS = (
+    "HyperNode",
+    "Namespace",
+    "Node",
+    "PodDisruptionBudget",
+    "PriorityClass",
+    "Queue",
+    "ResourceQuota",
+)
 WORKLOAD_KINDS = ("Job", "PodGroup", "Pod")
 
 _DURATION_RE = re.compile(r"(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:ms|s|m|h)")

@@ -4,20 +4,30 @@ Queues are served in QueueOrderFn order one job turn at a time; an Overused queu
 for the rest of the action.  A job turn places tasks in TaskOrderFn order until JobReady; a
 ready job is committed (binds go out) and, with tasks left, pushed back; a job that is only
 pipelined keeps its tasks Allocated/Pipelined in the session uncommitted; otherwise the turn is
-discarded.  Hypernode / network-topology and sub-group policies are not implemented: such jobs
-are scheduled as plain jobs (a warning is recorded).
+discarded.  A job with a hard network topology goes through the HyperNode search instead
+(allocate_hypernodes.py); a job with a network topology is skipped while the HyperNodes are not
+ready.  Sub-group policies are not implemented (such jobs are scheduled as plain jobs).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from daemon.scheduler.actions.allocate_hypernodes import allocate_for_job, commit_decision
 from daemon.scheduler.framework.conf import arg_bool
-from daemon.scheduler.framework.placement import ErrorCache, SearchOptions, choose_node, predicate_nodes
+from daemon.scheduler.framework.placement import (
+    ErrorCache,
+    SearchOptions,
+    choose_node,
+    full_search,
+    predicate_nodes,
+)
 from daemon.scheduler.framework.priority_queue import PriorityQueue
 from daemon.scheduler.framework.session import Session
 from daemon.scheduler.framework.statement import Statement
+from daemon.scheduler.framework.topology import session_topology
 from daemon.scheduler.model.fit import FitErrors
+from daemon.scheduler.model.hypernode import CLUSTER_TOP
 from daemon.scheduler.model.job import JobInfo
 from daemon.scheduler.model.node import NodeInfo
 from daemon.scheduler.model.queue import QueueInfo
@@ -33,6 +43,8 @@ class Allocate:
     def __init__(self, search: SearchOptions | None = None) -> None:
         self.search = search or SearchOptions()
         self.enable_error_cache = True
+        # job uid -> the sub-job HyperNode of the plan a turn returned (recorder's sub-job decision).
+        self.pending_subjob: dict[str, str] = {}
 
     def execute(self, ssn: Session) -> None:
         args: dict[str, Any] = ssn.conf.action_arguments(NAME)
@@ -58,6 +70,8 @@ class Allocate:
                 continue
             if job.queue not in ssn.queues:
                 continue
+            if job.network_topology is not None and not session_topology(ssn).ready:
+                continue
             tasks: PriorityQueue[TaskInfo] = PriorityQueue(ssn.task_order_fn)
             for t in job.tasks_in(TaskStatus.PENDING):
                 if t.sch_gated:
@@ -82,6 +96,17 @@ class Allocate:
                 continue
             job = jobs.pop()
             tasks = tasks_of[job.uid]
+            nt = job.network_topology
+            if nt is not None and nt.hard_tier() is not None:
+                stmt, tasks, chosen = allocate_for_job(self, ssn, job, queue, tasks)
+                if stmt is not None and ssn.job_ready(job):
+                    stmt.commit()
+                    commit_decision(ssn, self, job, chosen)
+                    tasks_of[job.uid] = tasks
+                    if not tasks.empty():
+                        jobs.push(job)
+                queues.push(queue)
+                continue
             stmt = self.allocate_for_tasks(ssn, job, queue, tasks)
             if stmt is not None and ssn.job_ready(job):
                 stmt.commit()
@@ -91,10 +116,25 @@ class Allocate:
 
     # ------------------------------------------------------------------ one job turn
     def allocate_for_tasks(
-        self, ssn: Session, job: JobInfo, queue: QueueInfo, tasks: PriorityQueue[TaskInfo]
+        self,
+        ssn: Session,
+        job: JobInfo,
+        queue: QueueInfo,
+        tasks: PriorityQueue[TaskInfo],
+        *,
+        hypernode: str | None = None,
     ) -> Statement | None:
-        if not ssn.node_list:
+        """allocateResourcesForTasks on every node, or (`hypernode`) on that HyperNode's nodes."""
+        rows = None
+        nodes = ssn.node_list
+        if hypernode is not None and hypernode != CLUSTER_TOP:
+            nodes = [ssn.nodes[n] for n in session_topology(ssn).real_nodes.get(hypernode, ())]
+            rows = ssn.table_rows(nodes)
+        if not nodes:
             return None
+        # A job with a network topology: its running allocated HyperNode (getNewAllocatedHyperNode).
+        with_topology = job.network_topology is not None
+        allocated_hn = job.subjob_allocated_hypernode
         stmt = Statement(ssn)
         cache = ErrorCache() if self.enable_error_cache else None
         while not tasks.empty():
@@ -117,7 +157,7 @@ class Allocate:
             err = ssn.pre_predicate_fn(task)
             if err is not None:
                 fe = FitErrors()
-                for node in ssn.node_list:
+                for node in nodes:
                     fe.set_node_error(node.name, err)
                 job.nodes_fit_errors[task.uid] = fe
                 if job.need_continue_allocating():
@@ -126,7 +166,11 @@ class Allocate:
 
             candidates = None
             nominated = task.pod.nominated_node_name
-            if nominated and nominated in ssn.nodes:
+            if (
+                nominated
+                and nominated in ssn.nodes
+                and (rows is None or nominated in {n.name for n in nodes})
+            ):
                 nnode = ssn.nodes[nominated]
                 if task.resreq.less_equal(nnode.future_idle()):
                     rows = ssn.table_rows([nnode])
@@ -134,17 +178,28 @@ class Allocate:
                     if found.size:
                         candidates = found
             if candidates is None:
-                candidates, fe = predicate_nodes(ssn, task, None, cache, self.search)
+                if rows is None:
+                    candidates, fe = predicate_nodes(ssn, task, None, cache, self.search)
+                else:
+                    candidates, fe = full_search(ssn, task, rows, cache, self.search, rotate=True)
                 if candidates.size == 0:
+                    if rows is not None:
+                        fe.hypernode = hypernode or ""
                     job.nodes_fit_errors[task.uid] = fe
                     if job.need_continue_allocating():
                         continue
                     break
+            if with_topology:
+                ssn.task_allocated_hypernode[task.uid] = allocated_hn
             best = choose_node(ssn, task, candidates, self.search.tie_seed)
             if best is None:
                 continue
             if not self.allocate_task(stmt, task, best):
                 continue
+            if with_topology:
+                hn = session_topology(ssn).hypernode_of_node(best.name)
+                if hn:
+                    allocated_hn = session_topology(ssn).lca(hn, allocated_hn) if allocated_hn else hn
             if ssn.job_ready(job):
                 break
 

@@ -54,6 +54,9 @@ SIMULATE_ALLOCATABLE = "simulateAllocatable"
 SIMULATE_PREDICATE = "simulatePredicate"
 SIMULATE_ADD_TASK = "simulateAddTask"
 SIMULATE_REMOVE_TASK = "simulateRemoveTask"
+HYPERNODE_ORDER = "hyperNodeOrder"
+HYPERNODE_GRADIENT_JOB = "hyperNodeGradientForJob"
+HYPERNODE_GRADIENT_SUBJOB = "hyperNodeGradientForSubJob"
 
 POINT_FLAGS: dict[str, str | None] = {
     JOB_ORDER: "job_order",
@@ -82,6 +85,9 @@ POINT_FLAGS: dict[str, str | None] = {
     SIMULATE_PREDICATE: "predicate",
     SIMULATE_ADD_TASK: "preemptable|allocatable",
     SIMULATE_REMOVE_TASK: "preemptable|allocatable",
+    HYPERNODE_ORDER: "hyper_node_order",
+    HYPERNODE_GRADIENT_JOB: "hyper_node_gradient",
+    HYPERNODE_GRADIENT_SUBJOB: "hyper_node_gradient",
 }
 
 PERMIT = 1
@@ -349,6 +355,23 @@ class Combinators:
                     total += np.fromiter(
                         (scores.get(nodes[int(i)].name, 0.0) for i in rows), dtype=np.float64, count=len(rows)
                     )
+        return total
+
+    # ----------------------------------------------------------------- hypernodes
+    def hypernode_gradient(self, point: str, job: JobInfo, hypernode: str, purpose: str) -> list[list[str]]:
+        """HyperNodeGradientFor{Job,SubJob}Fn: the first enabled registered plugin decides; none:
+        the given HyperNode alone."""
+        for _, fn in self._flat[point]:
+            return fn(job, hypernode, purpose)  # type: ignore[no-any-return]
+        return [[hypernode]]
+
+    def hypernode_order_scores(self, job: JobInfo, candidates: dict[str, list[NodeInfo]]) -> dict[str, float]:
+        """HyperNodeOrderMapFn summed per HyperNode (util.PrioritizeHyperNodes); 0 where none scores."""
+        total = dict.fromkeys(candidates, 0.0)
+        for _, fn in self._flat[HYPERNODE_ORDER]:
+            for name, score in fn(job, candidates).items():
+                if name in total:
+                    total[name] += score
         return total
 
     def has_node_scores(self) -> bool:

@@ -56,15 +56,13 @@ UNDEFAULTED_FLAGS: dict[str, str] = {
     "enabledClusterOrder": "cluster_order",
 }
 ALL_FLAGS = {**DEFAULTED_FLAGS, **UNDEFAULTED_FLAGS}
-# Flags whose extension points serve features Fumarole does not implement (hypernodes, sub-jobs,
-# cluster order, target job, reserved nodes); set explicitly to true they draw a warning.
+# Flags whose extension points serve features Fumarole does not implement (sub-jobs, cluster
+# order, target job, reserved nodes); set explicitly to true they draw a warning.
 UNSUPPORTED_FLAGS = frozenset(
     {
-        "enabledHyperNodeOrder",
         "enabledSubJobReady",
         "enabledSubJobPipelined",
         "enabledSubJobOrder",
-        "enabledHyperNodeGradient",
         "enabledClusterOrder",
         "enableTargetJob",
         "enableReservedNodes",

@@ -48,6 +48,9 @@ def task_reason(ssn: Session, job: JobInfo, task: TaskInfo) -> str:
             return f"could be placed on {node} but the gang is incomplete; {gang_summary(job)}"
         if status is TaskStatus.PIPELINED:
             return f"could wait for {node} but the gang is incomplete; {gang_summary(job)}"
+    topo = ssn.topology_reasons.get(job.uid)
+    if topo is not None and task.status is TaskStatus.PENDING:
+        return f"{gang_summary(job)}; {topo}"
     skipped = ssn.skip_reasons.get(task.uid)
     if skipped is not None:
         return f"{gang_summary(job)}; {skipped}"

@@ -103,10 +103,15 @@ def full_search(
     opts: SearchOptions,
     *,
     check_resources: bool = True,
+    rotate: bool = False,
 ) -> tuple[IntArray, FitErrors]:
-    """`predicate_nodes` evaluating every (given) node now; also the memo's failure path."""
+    """`predicate_nodes` evaluating every (given) node now; also the memo's failure path.
+
+    `rotate`: the given rows are searched from the session's start index too, and move it
+    (Volcano's PredicateNodes on a HyperNode's node list: the global index modulo its length).
+    """
     table = ssn.table
-    all_rows = rows is None
+    all_rows = rows is None or rotate
     if rows is None:
         n = len(table.nodes)
         base = None

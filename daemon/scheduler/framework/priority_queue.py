@@ -42,6 +42,10 @@ class PriorityQueue(Generic[T]):
         q._items = list(self._items)
         return q
 
+    def adopt(self, other: PriorityQueue[T]) -> None:
+        """Take `other`'s items (Volcano's worksheet ShallowCopyFrom)."""
+        self._items = other._items
+
     def _up(self, j: int) -> None:
         items, less = self._items, self._less
         while True:

@@ -19,6 +19,8 @@ from daemon.scheduler.framework.combinators import Combinators
 from daemon.scheduler.framework.conf import PluginOption, SchedulerConf, Tier
 from daemon.scheduler.framework.job_memo import open_job_memo
 from daemon.scheduler.framework.nodetable import IntArray, NodeTable
+from daemon.scheduler.framework.topology import open_network_topologies
+from daemon.scheduler.model.hypernode import Topology
 from daemon.scheduler.model.job import PHASE_INQUEUE, PHASE_PENDING, JobInfo
 from daemon.scheduler.model.node import NodeInfo
 from daemon.scheduler.model.node_derived import NodeDerived
@@ -123,6 +125,7 @@ class Session(Combinators):
         source = snap.jobs if whole_copy else snapshot.jobs
         job_queues: dict[str, None] = {}
         with_work: list[JobInfo] = []
+        topo_jobs: list[JobInfo] = []
         pending_s, pipelined_s = TaskStatus.PENDING, TaskStatus.PIPELINED
         for uid in sorted(source):
             job = source[uid]
@@ -138,6 +141,8 @@ class Session(Combinators):
             dims = job.scalar_dims()
             if dims:
                 extra_dims.update(dims)
+            if job.network_topology is not None:
+                topo_jobs.append(job)
         self.jobs = jobs
         # The queues of the jobs, in the order of each queue's first job (uid order).
         self.job_queues: list[str] = list(job_queues)
@@ -178,6 +183,16 @@ class Session(Combinators):
         # seeded choices of their own (the paper-random plugin's card); None when not seeded.
         self.tie_seed: int | None = None
         self._pc_cache: dict[str, PluginOption] = {}
+        # HyperNodes (framework/topology.py): the specs, resolved on first use; jobs with a
+        # network topology have it adjusted and their allocated HyperNode recovered now.
+        self.hypernode_specs = snap.hypernodes
+        self.hypernode_topology: Topology | None = None
+        # Why allocate's HyperNode search found no place for a job: job uid -> message.
+        self.topology_reasons: dict[str, str] = {}
+        # task uid -> its job's allocated HyperNode as allocate last saw it (JobAllocatedHyperNode).
+        self.task_allocated_hypernode: dict[str, str] = {}
+        if topo_jobs:
+            open_network_topologies(self, topo_jobs)
 
     @property
     def now(self) -> float:

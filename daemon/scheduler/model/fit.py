@@ -53,7 +53,7 @@ def fit_error(task_ns: str, task_name: str, node: str, code: Code, *reasons: str
 class FitErrors:
     """Fit errors of one task over nodes; renders Volcano's histogram message."""
 
-    __slots__ = ("err", "extra_failed", "extra_unresolvable", "nodes", "reason_counts")
+    __slots__ = ("err", "extra_failed", "extra_unresolvable", "hypernode", "nodes", "reason_counts")
 
     def __init__(self) -> None:
         self.nodes: dict[str, FitError] = {}
@@ -62,6 +62,8 @@ class FitErrors:
         self.reason_counts: Counter[str] = Counter()
         self.extra_failed = 0
         self.extra_unresolvable: set[str] = set()
+        # The HyperNode whose nodes were searched (SetHyperNode); "" for the whole cluster.
+        self.hypernode = ""
 
     def set_error(self, msg: str) -> None:
         self.err = msg
@@ -98,7 +100,8 @@ class FitErrors:
         if not self.nodes and not self.reason_counts:
             return head
         parts = sorted(f"{v} {k}" for k, v in hist.items())
-        return f"{head}: {', '.join(parts)}."
+        msg = f"{head}: {', '.join(parts)}."
+        return f"In hyperNode {self.hypernode}: {msg}" if self.hypernode else msg
 
     def __str__(self) -> str:
         return self.message()

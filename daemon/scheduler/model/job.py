@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from daemon.scheduler.model.fit import FitErrors
+from daemon.scheduler.model.hypernode import NetworkTopology
 from daemon.scheduler.model.resources import Resource
 from daemon.scheduler.model.task import (
     ALLOCATED_STATUSES,
@@ -113,6 +114,7 @@ class JobInfo:
         annotations: dict[str, str] | None = None,
         preemptable: bool = False,
         has_pod_group: bool = True,
+        network_topology: NetworkTopology | None = None,
     ) -> None:
         self.uid = uid
         self.name = name
@@ -129,6 +131,12 @@ class JobInfo:
         self.annotations: dict[str, str] = dict(annotations or {})
         self.preemptable = preemptable
         self.has_pod_group = has_pod_group
+        # spec.networkTopology (None: none); a session adjusts its own copy's (tier names, soft).
+        self.network_topology = network_topology
+        # The HyperNode the job's placed tasks are in (a session's: recovered at open).
+        self.allocated_hypernode = ""
+        # The same for the job's one sub-job (all its tasks); allocate moves it during a turn.
+        self.subjob_allocated_hypernode = ""
         self.tasks: dict[str, TaskInfo] = {}
         self.index: dict[TaskStatus, dict[str, TaskInfo]] = {}
         # The current task dict and status index: the same objects as `tasks` / `index`, or (in an

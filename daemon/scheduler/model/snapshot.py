@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
+from daemon.scheduler.model.hypernode import HyperNodeSpec
 from daemon.scheduler.model.job import JobInfo
 from daemon.scheduler.model.node import NodeInfo
 from daemon.scheduler.model.node_derived import NodeDerived
@@ -25,6 +26,8 @@ class ClusterSnapshot:
     namespaces: dict[str, NamespaceInfo] = field(default_factory=dict)
     priority_classes: dict[str, PriorityClassInfo] = field(default_factory=dict)
     other_tasks: list[TaskInfo] = field(default_factory=list)
+    # HyperNode objects (topology.volcano.sh), by name; the session resolves them (model/hypernode.py).
+    hypernodes: tuple[HyperNodeSpec, ...] = ()
     now: float = 0.0
     session_id: str = "session-0"
     # What sessions derived from each node (node table rows, node mirror, device pools), reused
@@ -60,6 +63,7 @@ class ClusterSnapshot:
             namespaces=self.namespaces,
             priority_classes=self.priority_classes,
             other_tasks=list(self.other_tasks),
+            hypernodes=self.hypernodes,
             now=self.now,
             session_id=self.session_id,
             derived=self.derived,

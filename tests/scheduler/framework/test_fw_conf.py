@@ -135,11 +135,11 @@ def test_unknown_plugins_warn_and_are_kept() -> None:
 
 def test_unsupported_flags_warn_only_when_set_true() -> None:
     conf = parse_conf(
-        'actions: "allocate"\ntiers:\n- plugins:\n  - name: gang\n    enabledHyperNodeOrder: true\n'
-        "    enabledSubJobOrder: false\n"
+        'actions: "allocate"\ntiers:\n- plugins:\n  - name: gang\n    enabledSubJobReady: true\n'
+        "    enabledSubJobOrder: false\n    enabledHyperNodeOrder: true\n"
     )
     assert len(conf.warnings) == 1
-    assert "enabledHyperNodeOrder" in conf.warnings[0]
+    assert "enabledSubJobReady" in conf.warnings[0]
 
 
 def test_configurations_and_arguments() -> None:
