@@ -65,9 +65,9 @@ PLUGINS: dict[str, PluginFactory] = {
     "cdp": Deferred(_PLUGINS + "cdp"),
     "nodegroup": Deferred(_PLUGINS + "nodegroup"),
     "deviceshare": Deferred(_PLUGINS + "deviceshare"),
-    # beyond Volcano, opt-in: fragmentation gradient descent (Weng et al., ATC'23), docs/studies.md
+    # beyond Volcano, opt-in: fragmentation gradient descent (Weng et al., ATC'23), in docs/studies.md.
     "fgd": Deferred(_PLUGINS + "fgd"),
-    # beyond Volcano, opt-in: the FGD paper's baselines (plugins/paper_scores.py), docs/studies.md
+    # beyond Volcano, opt-in: the FGD paper's baselines (plugins/paper_scores.py), in docs/studies.md.
     "paper-random": Deferred(_PLUGINS + "paper_random"),
     "paper-dotprod": Deferred(_PLUGINS + "paper_dotprod"),
     "paper-gpuclustering": Deferred(_PLUGINS + "paper_gpuclustering"),
