@@ -341,3 +341,31 @@ def test_without_the_plugin_a_hard_topology_has_no_gradient_and_the_whole_cluste
     plain = CONF.replace("  - name: network-topology-aware\n", "")
     assert len(schedule(objs, conf=plain).binds) == 3
     assert schedule(objs).binds == {}
+
+
+def test_a_job_with_a_network_topology_does_not_preempt() -> None:
+    """Volcano's preempt skips preemptors with a network topology (volcano-sh/volcano#4374)."""
+    import copy
+    from pathlib import Path
+
+    import yaml
+
+    case = yaml.safe_load(
+        (
+            Path(__file__).resolve().parents[1]
+            / "scenarios/volcano/preempt"
+            / "besteffort-high-priority-pod-preempt-besteffort-low-priority-pod-in-same-queue.yaml"
+        ).read_text()
+    )
+    objs = case["objects"]
+    assert [e.task for e in schedule(objs, conf=case["conf"]).evictions] == ["c1/preemptee1"]
+    pending = {
+        o["metadata"]["annotations"]["scheduling.k8s.io/group-name"]
+        for o in objs
+        if o["kind"] == "Pod" and o.get("status", {}).get("phase") == "Pending"
+    }
+    with_topology = copy.deepcopy(objs)
+    for o in with_topology:
+        if o["kind"] == "PodGroup" and o["metadata"]["name"] in pending:
+            o["spec"]["networkTopology"] = {"mode": "hard", "highestTierAllowed": 1}
+    assert schedule(with_topology, conf=case["conf"]).evictions == []

@@ -15,8 +15,9 @@ and pipelines the pending tasks; if the job is then JobPipelined the plan is rep
 Statement, which is committed (evictions go out) — otherwise the next bundle is added.  A job
 that does not become pipelined has its Statement discarded.
 
-Hypernodes are not modelled: the only domain is the whole cluster (Volcano's fallback for jobs
-without hard network topology), so `maxDomains` has no effect beyond validation.  Arguments:
+HyperNode domains are not used: the only domain is the whole cluster (Volcano's fallback for jobs
+without hard network topology; for a hard one Volcano searches its eviction gradients), so
+`maxDomains` has no effect beyond validation.  Arguments:
 `maxDomains` (8; values <= 0 fall back to 8), `allowWholeBundle` (true); the dry run honours
 allocate's `predicateErrorCacheEnable` (true).
 """

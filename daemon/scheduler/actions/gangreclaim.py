@@ -21,8 +21,9 @@ Arguments: `maxDomains` (int, 8; values <= 0 fall back to 8 with a warning), `al
 Volcano quirks kept: whole bundles are evicted as units (all of a bundle's tasks go, even when
 fewer would do), at least the first bundle is selected before the need is checked; the domain's
 room is Idle + Releasing (pipelined resources are not subtracted); only *Running* tasks are
-victims.  Hypernodes are not modelled: the only domain is the whole cluster (Volcano's fallback
-for jobs without hard network topology), so `maxDomains` has no effect beyond validation.
+victims.  HyperNode domains are not used: the only domain is the whole cluster (Volcano's
+fallback for jobs without hard network topology; for a hard one Volcano searches its eviction
+gradients), so `maxDomains` has no effect beyond validation.
 """
 
 from __future__ import annotations

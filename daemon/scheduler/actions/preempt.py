@@ -1,7 +1,8 @@
 """The preempt action (actions/preempt/preempt.go): evict lower-priority tasks of the same queue.
 
-Preemptor jobs are the starving, valid, non-Pending jobs; queues are served in QueueOrderFn
-order (Overused is not consulted).  Phase 1, between jobs of one queue: each starving job, in
+Preemptor jobs are the starving, valid, non-Pending jobs without a network topology; queues are
+served in QueueOrderFn order (Overused is not consulted).  Phase 1, between jobs of one queue:
+each starving job, in
 JobOrderFn order, gets one Statement; its Pending tasks (TaskOrderFn) preempt Bound/Running,
 preemptable tasks of *other jobs of the same queue* while the job is starving; the Statement is
 committed only if the job is then JobPipelined, otherwise discarded (no eviction leaves).
@@ -107,6 +108,8 @@ class Preempt:
             vr = ssn.job_valid(job)
             if vr is not None and not vr.passed:
                 continue
+            if job.network_topology is not None:
+                continue  # Volcano: jobs with a network topology do not preempt (issue 4374)
             preemptors.setdefault(job.queue, PriorityQueue(ssn.job_order_fn)).push(job)
             under_request.setdefault(job.queue, []).append(job)
             preemptor_tasks[job.uid] = self._pending_tasks(ssn, job)
