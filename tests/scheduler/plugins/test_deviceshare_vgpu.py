@@ -12,7 +12,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from fumarole_sched_kit import mk_conf, open_session, run_actions
 
 from daemon.manifests import build_snapshot
-from daemon.scheduler.framework.session import Session
+from daemon.scheduler.framework.session import EventError, Session
+from daemon.scheduler.framework.statement import Statement
 from daemon.scheduler.model.devices import ContainerResources
 from daemon.scheduler.model.resources import Resource
 from daemon.scheduler.model.task import PodFacts, TaskInfo, TaskStatus
@@ -531,3 +532,76 @@ def test_session_device_score_prefers_the_fuller_node() -> None:
     assert isinstance(p, deviceshare.DeviceSharePlugin)
     without_weight = run_vgpu(objs, {"deviceshare.SchedulePolicy": "binpack"})
     assert without_weight.binds["ns/p0"] == "n0"  # no score: first node in the list
+
+
+# ------------------------------------------------------------------------------- statements (issue 25)
+def open_vgpu(objs: list[dict[str, Any]], predicates: dict[str, Any] | None = None) -> Session:
+    snap = build_snapshot([("t", i, o) for i, o in enumerate(objs)])
+    snap.now = 1704067300.0
+    c = mk_conf(
+        "enqueue, allocate",
+        ["priority", "gang", "conformance"],
+        [
+            {"name": "predicates", "arguments": predicates or {}},
+            "proportion",
+            {"name": "deviceshare", "arguments": {"deviceshare.VGPUEnable": True}},
+        ],
+    )
+    return open_session(snap, c)
+
+
+def card(ssn: Session, node: str, index: int) -> VCard:
+    p = ssn.plugins["deviceshare"]
+    assert isinstance(p, deviceshare.DeviceSharePlugin)
+    vpool = p.pools(node)[0]
+    assert isinstance(vpool, VGpuPool)
+    return vpool.cards[index]
+
+
+def test_victim_put_back_by_a_discarded_statement_is_counted_once() -> None:
+    """Statement.unevict re-adds the victim from its annotation; the predicates handler's Reserve
+    fails (no PreFilter this session), so deviceshare allocates it no second card share."""
+    objs = vgpu_objects(0, 0, running={"old": "GPU-n0-0,NVIDIA,10000,10:"})
+    ssn = open_vgpu(objs)
+    victim = ssn.jobs["ns/pg-old"].tasks["ns-old"]
+    assert (card(ssn, "n0", 0).used_num, card(ssn, "n0", 0).used_mem) == (1, 10000)
+    stmt = Statement(ssn)
+    stmt.evict(victim, "preempt")
+    assert (card(ssn, "n0", 0).used_num, card(ssn, "n0", 0).used_mem) == (0, 0)
+    stmt.discard()
+    assert (card(ssn, "n0", 0).used_num, card(ssn, "n0", 0).used_mem) == (1, 10000)
+    assert [card(ssn, "n0", i).used_num for i in (0, 1)] == [1, 0]
+    assert vg.ASSIGNED_IDS not in victim.bind_annotations
+
+
+def test_victim_put_back_without_reserve_plugins_is_allocated_again_as_in_volcano() -> None:
+    """With VolumeBinding and DynamicResources off no Reserve step fails, so Volcano's handler
+    reaches devices.Allocate for the restored victim and counts it a second time."""
+    objs = vgpu_objects(0, 0, running={"old": "GPU-n0-0,NVIDIA,10000,10:"})
+    ssn = open_vgpu(
+        objs, {"predicate.VolumeBindingEnable": False, "predicate.DynamicResourceAllocationEnable": False}
+    )
+    victim = ssn.jobs["ns/pg-old"].tasks["ns-old"]
+    stmt = Statement(ssn)
+    stmt.evict(victim, "preempt")
+    stmt.discard()
+    used = sum(card(ssn, "n0", i).used_num for i in (0, 1))
+    assert used == 2
+
+
+def test_pipeline_without_a_card_rolls_back_and_fails() -> None:
+    """A card that cannot be allocated fails Statement.Pipeline (Volcano's Event.Err): the task is
+    Pending again, off the node, and the statement holds nothing; the session's own Pipeline
+    keeps the task (Volcano ignores the handler's error there)."""
+    objs = vgpu_objects(1, 20000)  # 20000 MiB: more than any 16384 MiB card
+    ssn = open_vgpu(objs)
+    task = ssn.jobs["ns/pg-p0"].tasks["ns-p0"]
+    assert ssn.pre_predicate_fn(task) is None
+    stmt = Statement(ssn)
+    with pytest.raises(EventError, match="not enough gpu fitted"):
+        stmt.pipeline(task, "n0", False)
+    assert task.status is TaskStatus.PENDING and task.node_name == ""
+    assert task.uid not in ssn.nodes["n0"].tasks and stmt.operations == []
+    assert [card(ssn, "n0", i).used_num for i in (0, 1)] == [0, 0]
+    ssn.pipeline(task, "n0")
+    assert task.status is TaskStatus.PIPELINED and task.uid in ssn.nodes["n0"].tasks
