@@ -110,6 +110,7 @@ def allocate_for_job(
         final = Statement(ssn)
         final.recover_operations(plan.ops)
         alloc.pending_subjob[job.uid] = plan.subjob_hypernode
+        ssn.topology_reasons.pop(job.uid, None)  # (an earlier turn's reason no longer holds)
         return final, plan.tasks, best
     ssn.topology_reasons[job.uid] = _no_place_reason(ssn, job, tried)
     return None, tasks, ""
@@ -163,12 +164,23 @@ def commit_decision(ssn: Session, alloc: Allocate, job: JobInfo, hypernode: str)
         job.subjob_allocated_hypernode = topo.lca(job.subjob_allocated_hypernode, sub)
 
 
+def tier_label(names: dict[str, int], tier: int | None) -> str:
+    """`tier 1`, or `tier 1 (rack)` when HyperNodes of that tier carry a tierName."""
+    if tier is None:
+        return "tier ?"
+    named = sorted(n for n, t in names.items() if t == tier)
+    return f"tier {tier} ({', '.join(named)})" if named else f"tier {tier}"
+
+
 def _no_place_reason(ssn: Session, job: JobInfo, tried: list[tuple[int, list[str]]]) -> str:
-    """Why-pending for a job no HyperNode could hold: the tiers tried, or why none was eligible."""
+    """Why-pending for a job no HyperNode could hold: the tiers tried (by number and tierName), or
+    why none was eligible.  explain.py appends the task's own fit error when it has one: Volcano's
+    text for the last HyperNode tried (`In hyperNode <name>: 0/2 nodes are unavailable: ...`)."""
     nt = job.network_topology
     topo = session_topology(ssn)
     spec = nt.describe() if nt is not None else "hard"
     tier = nt.hard_tier() if nt is not None else None
+    names = topo.tier_names
     if not tried:
         need = job.min_resources
         detail = (
@@ -179,12 +191,11 @@ def _no_place_reason(ssn: Session, job: JobInfo, tried: list[tuple[int, list[str
             else ""
         )
         return (
-            f"network topology ({spec}): no HyperNode of tier {tier if tier is not None else '?'} "
-            f"or lower {detail}".rstrip()
+            f"network topology ({spec}): no HyperNode of {tier_label(names, tier)} or lower {detail}".rstrip()
         )
-    parts = [f"tier {t}: {', '.join(names)}" for t, names in tried]
+    parts = [f"{tier_label(names, t)}: {', '.join(hns)}" for t, hns in tried]
     last = tried[-1][0]
     return (
-        f"network topology ({spec}): the gang fits in no HyperNode up to tier {last} "
-        f"(tried {'; '.join(parts)}; the cluster top is tier {topo.top.tier})"
+        f"network topology ({spec}): the gang fits in no HyperNode up to {tier_label(names, last)}; "
+        f"tried {'; '.join(parts)}; the cluster top is tier {topo.top.tier}"
     )
