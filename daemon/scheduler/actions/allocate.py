@@ -45,6 +45,8 @@ class Allocate:
         self.enable_error_cache = True
         # job uid -> the sub-job HyperNode of the plan a turn returned (recorder's sub-job decision).
         self.pending_subjob: dict[str, str] = {}
+        # Job uid -> a sub-job's best dry run that failed when replayed (allocate_hypernodes.py).
+        self.replay_failures: dict[str, str] = {}
 
     def execute(self, ssn: Session) -> None:
         args: dict[str, Any] = ssn.conf.action_arguments(NAME)

@@ -29,9 +29,11 @@ from typing import TYPE_CHECKING, Protocol
 
 from daemon.scheduler.framework import combinators as cb
 from daemon.scheduler.framework.priority_queue import PriorityQueue
+from daemon.scheduler.framework.session import EventError
 from daemon.scheduler.framework.statement import Operation, Statement, save_operations
 from daemon.scheduler.framework.topology import session_topology
 from daemon.scheduler.model.hypernode import CLUSTER_TOP
+from daemon.scheduler.model.node import NodeError
 from daemon.scheduler.model.task import TaskInfo
 
 if TYPE_CHECKING:
@@ -44,6 +46,7 @@ class Allocate(Protocol):
     """What this module uses of the allocate action (allocate.py)."""
 
     pending_subjob: dict[str, str]
+    replay_failures: dict[str, str]
 
     def allocate_for_tasks(
         self,
@@ -78,6 +81,7 @@ def allocate_for_job(
     gradients = ssn.hypernode_gradient(cb.HYPERNODE_GRADIENT_JOB, job, CLUSTER_TOP, PURPOSE_ALLOCATE)
     tried: list[tuple[int, list[str]]] = []
     saved_subjob = job.subjob_allocated_hypernode
+    alloc.replay_failures.pop(job.uid, None)
     for gradient in gradients:
         plans: dict[str, _Plan] = {}
         for hn in gradient:
@@ -108,11 +112,21 @@ def allocate_for_job(
         best = max(plans, key=lambda h: plans[h].score)  # the first of the best, in gradient order
         plan = plans[best]
         final = Statement(ssn)
-        final.recover_operations(plan.ops)
+        failed = _replay(final, plan.ops)
+        if failed is not None:
+            nt = job.network_topology
+            ssn.topology_reasons[job.uid] = (
+                f"network topology ({nt.describe() if nt is not None else 'hard'}): the placement found "
+                f"in HyperNode {best} failed when replayed: {failed}"
+            )
+            return None, tasks, ""
         alloc.pending_subjob[job.uid] = plan.subjob_hypernode
         ssn.topology_reasons.pop(job.uid, None)  # (an earlier turn's reason no longer holds)
+        alloc.replay_failures.pop(job.uid, None)
         return final, plan.tasks, best
-    ssn.topology_reasons[job.uid] = _no_place_reason(ssn, job, tried)
+    reason = _no_place_reason(ssn, job, tried)
+    replay = alloc.replay_failures.pop(job.uid, None)
+    ssn.topology_reasons[job.uid] = f"{reason} ({replay})" if replay else reason
     return None, tasks, ""
 
 
@@ -146,13 +160,30 @@ def allocate_for_subjob(
         scores = ssn.hypernode_order_scores(job, candidates)
         best = max(found, key=lambda h: scores.get(h, 0.0))  # the first of the best, in gradient order
         final = Statement(ssn)
-        final.recover_operations(found[best][0])
+        failed = _replay(final, found[best][0])
+        if failed is not None:
+            alloc.replay_failures[job.uid] = (
+                f"the placement found in HyperNode {best} failed when replayed: {failed}"
+            )
+            return None, 0.0
         job.subjob_allocated_hypernode = topo.lca(job.subjob_allocated_hypernode, best)
         left = found[best][1]
         # ShallowCopyFrom: the caller's heap becomes the one left by the best placement.
         tasks.adopt(left)
         return final, scores.get(best, 0.0)
     return None, 0.0
+
+
+def _replay(final: Statement, ops: list[Operation]) -> str | None:
+    """RecoverOperations of the best dry run; the error when one fails (Volcano logs it and gives
+    up on the job, or sub-job, for this turn; the operations replayed before it stay applied, as
+    in Volcano).  It can fail where the dry run did not: a discarded vGPU allocation keeps its
+    card's counters raised (deviceshare), so the replay may find no card (EventError)."""
+    try:
+        final.recover_operations(ops)
+    except (EventError, NodeError, KeyError) as e:
+        return str(e)
+    return None
 
 
 def commit_decision(ssn: Session, alloc: Allocate, job: JobInfo, hypernode: str) -> None:

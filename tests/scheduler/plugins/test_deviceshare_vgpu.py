@@ -605,3 +605,52 @@ def test_pipeline_without_a_card_rolls_back_and_fails() -> None:
     assert [card(ssn, "n0", i).used_num for i in (0, 1)] == [0, 0]
     ssn.pipeline(task, "n0")
     assert task.status is TaskStatus.PIPELINED and task.uid in ssn.nodes["n0"].tasks
+
+
+def test_hard_topology_replay_finds_the_card_taken_by_its_own_dry_run() -> None:
+    """Volcano quirk kept: allocate's HyperNode search dry-runs the job and discards it, but a
+    discarded vGPU allocation keeps the card's counters raised (Release reads the pod's own
+    annotations, which a fresh allocation lacks), so replaying the best dry run finds no card when
+    the dry runs took the last room: RecoverOperations fails and the job waits, with a reason
+    saying so.  A pod is allocated three times (the sub-job's dry run, its replay inside the job's
+    dry run, the job's replay), so with cards for 10000 MiB once each it takes three cards."""
+    objs = vgpu_objects(1, 10000)  # one node, two cards of 16384 MiB: 10000 leaves no room twice
+    objs.append(
+        {
+            "apiVersion": "topology.volcano.sh/v1alpha1",
+            "kind": "HyperNode",
+            "metadata": {"name": "rack"},
+            "spec": {"tier": 1, "members": [{"type": "Node", "selector": {"exactMatch": {"name": "n0"}}}]},
+        }
+    )
+    pg = next(o for o in objs if o["kind"] == "PodGroup")
+    pg["spec"]["networkTopology"] = {"mode": "hard", "highestTierAllowed": 1}
+    pg["status"]["phase"] = "Inqueue"
+
+    def run(cards: str) -> Session:
+        node = next(o for o in objs if o["kind"] == "Node")
+        node["metadata"]["annotations"][vg.REGISTER] = cards
+        snap = build_snapshot([("t", i, o) for i, o in enumerate(objs)])
+        snap.now = 1704067300.0
+        c = mk_conf(
+            "allocate",
+            ["gang"],
+            [
+                "predicates",
+                "network-topology-aware",
+                {"name": "deviceshare", "arguments": {"deviceshare.VGPUEnable": True}},
+            ],
+        )
+        ssn = open_session(snap, c)
+        run_actions(ssn, "allocate")
+        return ssn
+
+    one = run("GPU-n0-0,10,16384,NVIDIA-T4,true,hami-core:")
+    assert one.binds == {}
+    assert "failed when replayed" in one.topology_reasons["ns/pg-p0"]
+    assert "not enough gpu fitted" in one.topology_reasons["ns/pg-p0"]
+    assert not run(REG.format(n=0)).binds  # two cards: still not enough
+    three = run(REG.format(n=0) + "GPU-n0-2,10,16384,NVIDIA-T4,true,hami-core:")
+    assert three.binds == {"ns/p0": "n0"}
+    # Highest index first: the dry runs' phantoms hold cards 2 and 1, the replay gets card 0.
+    assert ids_of(three, "p0") == "GPU-n0-0,NVIDIA,10000,10:"
