@@ -61,6 +61,7 @@ Decision = BindDecided | EvictDecided
 """The decisions a sink acts on (pipelines and PodGroup statuses are not sent to a cluster)."""
 
 RESYNC_KINDS: tuple[str, ...] = (
+    "HyperNode",
     "Namespace",
     "Node",
     "Pod",

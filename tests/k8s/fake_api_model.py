@@ -54,9 +54,14 @@ class Resource:
         return f"{self.plural}.{self.group}" if self.group else self.plural
 
 
-def crd_resources() -> list[Resource]:
+def crd_resources(hypernodes: bool = True) -> list[Resource]:
+    """Volcano's PodGroup and Queue CRDs, and (unless `hypernodes` is False: a cluster without
+    Volcano's network-topology CRD) the HyperNode CRD, topology.volcano.sh/v1alpha1."""
     out = []
-    for name in ("scheduling.volcano.sh_podgroups.json", "scheduling.volcano.sh_queues.json"):
+    names = ["scheduling.volcano.sh_podgroups.json", "scheduling.volcano.sh_queues.json"]
+    if hypernodes:
+        names.append("topology.volcano.sh_hypernodes.json")
+    for name in names:
         crd = json.loads((CRDS / name).read_text())
         spec = crd["spec"]
         for v in spec["versions"]:

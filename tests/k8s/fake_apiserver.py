@@ -10,7 +10,9 @@ optimistic concurrency: 409 Conflict on a stale resourceVersion) / merge and str
 PATCH / DELETE (a bound, unfinished pod with a grace period stays, with deletionTimestamp, until
 deleted with gracePeriodSeconds=0), the `pods/binding`, `pods/eviction`, `pods/status`,
 `nodes/status` and `queues/status` subresources (PodGroups have none: `podgroups/X/status` is 404,
-as with Volcano's CRD), core v1 Events, coordination.k8s.io Leases, and bearer tokens mapped to
+as with Volcano's CRD), HyperNodes (topology.volcano.sh/v1alpha1, cluster-scoped, from Volcano's
+CRD; `FakeApiServer(hypernodes=False)` is a cluster without that CRD, answering 404 for them),
+core v1 Events, coordination.k8s.io Leases, and bearer tokens mapped to
 allowed (verb, resource) sets (401 for an unknown token, 403 Forbidden Status for a missing verb).
 `/metrics` serves `apiserver_request_total` with the real server's name and labels (verb as the
 API server reports it: GET, LIST, WATCH, POST, PUT, PATCH, APPLY, DELETE; group, version,
@@ -71,8 +73,9 @@ class FakeApiServer(FakeWrites):
         tokens: dict[str, set[tuple[str, str]] | str] | None = None,
         bookmark_interval: float = 1.0,
         crds: bool = True,
+        hypernodes: bool = True,
     ) -> None:
-        self.resources = list(BUILTIN) + (crd_resources() if crds else [])
+        self.resources = list(BUILTIN) + (crd_resources(hypernodes) if crds else [])
         self.store = Store(self.resources)
         self.tokens: dict[str, set[tuple[str, str]] | str] = tokens if tokens is not None else {"admin": ALL}
         self.users: dict[str, str] = {}  # token -> user name (default: the token itself)

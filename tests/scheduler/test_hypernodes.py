@@ -311,7 +311,7 @@ def test_why_pending_names_the_tier_that_could_not_hold_the_gang() -> None:
     assert r.binds == {}
     why = r.pending["c1/a"]
     assert "network topology (hard, highestTierAllowed 1)" in why
-    assert "fits in no HyperNode up to tier 1" in why and "tier 1: s0, s1" in why, why
+    assert "fits in no HyperNode up to tier 1 (rack)" in why and "tried tier 1 (rack): s0, s1" in why, why
     # Without the topology the same gang is placed across the racks.
     objs[-4] = podgroup("pg1", 3, None)
     assert len(schedule(objs).binds) == 3
@@ -322,7 +322,7 @@ def test_why_pending_when_no_hypernode_has_room_for_min_resources() -> None:
     pg["spec"]["minResources"] = {"cpu": "6"}
     r = schedule([*two_racks(), pg, pod("a", "pg1")], conf=CONF.replace('"enqueue, allocate"', '"allocate"'))
     assert r.binds == {}
-    assert "no HyperNode of tier 1 or lower with idle or releasing resources" in r.pending["c1/a"]
+    assert "no HyperNode of tier 1 (rack) or lower with idle or releasing resources" in r.pending["c1/a"]
 
 
 def test_the_plugin_without_a_topology_job_scores_normal_pods_by_hypernode_binpack() -> None:

@@ -9,17 +9,19 @@ is served from the same etcd revision, so the pages together are one consistent 
 `continue` token that expired (410 Gone, the revision was compacted meanwhile) restarts the
 listing without `limit`, as client-go's pager does (`FullListIfExpired`).
 
-Items of the big kinds (Pods, Nodes) are decoded against a typed shape that skips
+Items of the big kinds (Pods, Nodes) and of HyperNodes are decoded against a typed shape that skips
 `metadata.managedFields` without building it (a third of a Pod's JSON on a real server, and the
 adapter strips it before logging anyway, objects.py): the shape names every field of
 ObjectMeta (k8s.io/apimachinery pkg/apis/meta/v1 types.go, in its order) and the top-level
-`metadata`, `spec` and `status` of those kinds, and gives back the same map a plain decoding
-followed by the stripping gives (the tests compare both).  A field ObjectMeta does not have today
-would be dropped: the scheduler reads none.  The other kinds decode as plain maps.
+`metadata`, `spec` and `status` of those kinds (a HyperNode has no other top-level field the
+scheduler reads; `kind` and `apiVersion` are set again by objects.trimmed), and gives back the
+same map a plain decoding followed by the stripping gives (the tests compare both).  A field
+ObjectMeta does not have today would be dropped: the scheduler reads none.  The other kinds
+decode as plain maps.
 
 Watch frames (`{"type": ..., "object": ...}`, one a line) are decoded the same way
 (`decode_watch_frame`): the frame's type first, then its object against the typed shape for
-ADDED / MODIFIED / DELETED of the big kinds, and as a plain map otherwise (an ERROR frame's
+ADDED / MODIFIED / DELETED of the typed kinds, and as a plain map otherwise (an ERROR frame's
 object is a Status, a BOOKMARK's carries only a resourceVersion).  A burst of binds is a burst of
 MODIFIED Pods on the watch: decoding them without managedFields is most of what reading the watch
 costs.
@@ -35,7 +37,7 @@ import msgspec
 from msgspec import UNSET, UnsetType
 
 PAGE_SIZE = 2500
-TYPED_KINDS = frozenset({"Pod", "Node"})
+TYPED_KINDS = frozenset({"Pod", "Node", "HyperNode"})
 
 Fetch = Callable[[dict[str, Any]], Awaitable[tuple[int, bytes]]]
 

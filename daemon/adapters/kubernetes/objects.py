@@ -1,6 +1,8 @@
 """The kinds the Kubernetes adapter watches, which objects it keeps, and what it strips before logging.
 
-Kept: every Node, Namespace, ResourceQuota, PriorityClass, PodDisruptionBudget, PodGroup and Queue;
+Kept: every Node, Namespace, ResourceQuota, PriorityClass, PodDisruptionBudget, PodGroup, Queue
+and HyperNode (topology.volcano.sh/v1alpha1, an optional kind: its CRD may not be installed, see
+source.py);
 of the Pods, ours (`spec.schedulerName` in the configured list, default ["volcano"]) and every pod
 bound to a node (`spec.nodeName` set), whichever scheduler placed it, since it uses that node's
 resources — what Volcano's scheduler cache keeps.
@@ -25,6 +27,7 @@ from typing import Any
 
 from daemon.manifests.redaction import redact_pod
 from store.events import (
+    HyperNodeDeleted,
     NamespaceDeleted,
     NodeDeleted,
     ObservedEvent,
@@ -47,6 +50,8 @@ class Kind:
     api_version: str
     plural: str
     namespaced: bool
+    # A kind whose CRD may be missing: a 404 answer means "none of these" (source.py).
+    optional: bool = False
 
     @property
     def path(self) -> str:
@@ -60,18 +65,21 @@ KINDS: tuple[Kind, ...] = (
     Kind("PriorityClass", "scheduling.k8s.io/v1", "priorityclasses", False),
     Kind("Queue", "scheduling.volcano.sh/v1beta1", "queues", False),
     Kind("Node", "v1", "nodes", False),
+    Kind("HyperNode", "topology.volcano.sh/v1alpha1", "hypernodes", False, optional=True),
     Kind("ResourceQuota", "v1", "resourcequotas", True),
     Kind("PodDisruptionBudget", "policy/v1", "poddisruptionbudgets", True),
     Kind("PodGroup", "scheduling.volcano.sh/v1beta1", "podgroups", True),
     Kind("Pod", "v1", "pods", True),
 )
-"""Listed in this order (a pod's group, queue and priority class are known before the pod)."""
+"""Listed in this order (a pod's group, queue and priority class are known before the pod, the
+nodes before the HyperNodes naming them)."""
 
 _DELETED = {
     "Namespace": NamespaceDeleted,
     "PriorityClass": PriorityClassDeleted,
     "Queue": QueueDeleted,
     "Node": NodeDeleted,
+    "HyperNode": HyperNodeDeleted,
     "ResourceQuota": ResourceQuotaDeleted,
     "PodDisruptionBudget": PodDisruptionBudgetDeleted,
     "PodGroup": PodGroupDeleted,

@@ -13,6 +13,15 @@ changed are upserted, objects that vanished meanwhile are deleted, and unchanged
 logged again.  The very first listing into an empty log is framed by `ResyncStarted` /
 `ResyncCompleted` naming every kind.  Each event carries an idempotency key (uid and
 resourceVersion, see `objects`), so a change the log already has is never folded twice.
+
+Optional kinds (HyperNodes, topology.volcano.sh/v1alpha1: Volcano's network-topology CRD, which a
+cluster may not have installed): a list or watch answered `404` means the CRD is not installed,
+and the adapter goes on without that kind -- one info line, the kind reconciled as empty (any
+HyperNode the log holds is deleted, as when the CRD is removed), no watch -- and lists it again
+every `absent_recheck` seconds (default 600), so a CRD installed later is picked up within ten
+minutes without a restart and without a retry storm; one info line again when it appears.  A `403`
+on an optional kind (RBAC without hypernodes) is handled the same way, with a warning naming the
+missing grant.
 """
 
 from __future__ import annotations
@@ -75,6 +84,7 @@ class KubeSource:
         watch_timeout: int = 300,
         backoff_max: float = 5.0,
         page_size: int = PAGE_SIZE,
+        absent_recheck: float = 600.0,
     ) -> None:
         self.api = api
         self.scheduler_names = tuple(scheduler_names)
@@ -87,6 +97,9 @@ class KubeSource:
         self.resource_versions: dict[str, str] = {}
         self.relists: Counter[str] = Counter()
         self.reconnects: Counter[str] = Counter()
+        # Optional kinds the server does not serve (404) or refuses (403): kind name -> status.
+        self.absent: dict[str, int] = {}
+        self.absent_recheck = absent_recheck
 
     # ------------------------------------------------------------------ restart
     def resume(self, facts: Iterable[EventBase]) -> None:
@@ -112,9 +125,41 @@ class KubeSource:
             return await self.api.request_bytes("GET", kind.path, query=query, timeout=300)
 
         try:
-            return await list_collection(kind.name, fetch, self.page_size)
+            listed = await list_collection(kind.name, fetch, self.page_size)
         except ListFailed as e:
+            if kind.optional and e.status in (403, 404):
+                self._absent(kind, e.status, message_of(e.body))
+                return [], ""
             raise KubeTransientError(f"list {kind.plural}: {e.status} {message_of(e.body)}") from None
+        if self.absent.pop(kind.name, None) is not None:
+            log.info("%s (%s) are served now; watching them", kind.plural, kind.api_version)
+        return listed
+
+    def _absent(self, kind: Kind, status: int, message: str) -> None:
+        """Note an optional kind as not served (one log line per change of answer)."""
+        if self.absent.get(kind.name) == status:
+            return
+        self.absent[kind.name] = status
+        again = f"listing them again every {self.absent_recheck:g}s"
+        if status == 404:
+            log.info(
+                "%s (%s) are not served (404: the %s CRD is not installed); going on without them, %s",
+                kind.plural,
+                kind.api_version,
+                kind.name,
+                again,
+            )
+        else:
+            log.warning(
+                "%s (%s): listing refused (403 %s); grant get/list/watch on %s.%s (deploy/kubernetes' "
+                "ClusterRole); going on without them, %s",
+                kind.plural,
+                kind.api_version,
+                message,
+                kind.plural,
+                kind.api_version.split("/")[0],
+                again,
+            )
 
     async def list_kind(self, kind: Kind) -> tuple[list[ObservedEvent], list[str | None]]:
         """List one kind, reconcile with `known`, remember the list's resourceVersion."""
@@ -181,17 +226,30 @@ class KubeSource:
     async def watch_kind(self, kind: Kind, submit: Submit) -> None:
         delay = 0.2
         while True:
+            if kind.name in self.absent:  # an optional kind not served: list it again, rarely
+                await anyio.sleep(self.absent_recheck)
+                try:
+                    events, keys = await self.list_kind(kind)
+                except KubeTransientError as e:
+                    log.warning("relist %s failed: %s", kind.plural, e)
+                    continue
+                if events:
+                    await submit(events, keys)
+                continue
             try:
                 await self._watch_once(kind, submit)
                 delay = 0.2
                 self.reconnects[kind.name] += 1
-            except _Expired:
+            except _Expired as e:
                 self.relists[kind.name] += 1
-                log.info(
-                    "watch %s: resourceVersion %s expired (410 Gone); relisting",
-                    kind.plural,
-                    self.resource_versions.get(kind.name),
-                )
+                if e.args:
+                    log.info("watch %s: answered %s; relisting", kind.plural, e.args[0])
+                else:
+                    log.info(
+                        "watch %s: resourceVersion %s expired (410 Gone); relisting",
+                        kind.plural,
+                        self.resource_versions.get(kind.name),
+                    )
                 try:
                     events, keys = await self.list_kind(kind)
                 except KubeTransientError as e:
@@ -222,6 +280,8 @@ class KubeSource:
         try:
             if resp.status == 410:
                 raise _Expired
+            if kind.optional and resp.status in (403, 404):
+                raise _Expired(resp.status)  # e.g. the CRD was removed: the relisting finds it absent
             if resp.status != 200:
                 raw = await resp.read()
                 try:

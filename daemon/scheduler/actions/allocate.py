@@ -23,13 +23,13 @@ from daemon.scheduler.framework.placement import (
     predicate_nodes,
 )
 from daemon.scheduler.framework.priority_queue import PriorityQueue
-from daemon.scheduler.framework.session import Session
+from daemon.scheduler.framework.session import EventError, Session
 from daemon.scheduler.framework.statement import Statement
 from daemon.scheduler.framework.topology import session_topology
 from daemon.scheduler.model.fit import FitErrors
 from daemon.scheduler.model.hypernode import CLUSTER_TOP
 from daemon.scheduler.model.job import JobInfo
-from daemon.scheduler.model.node import NodeInfo
+from daemon.scheduler.model.node import NodeError, NodeInfo
 from daemon.scheduler.model.queue import QueueInfo
 from daemon.scheduler.model.task import TaskInfo, TaskStatus
 
@@ -45,6 +45,8 @@ class Allocate:
         self.enable_error_cache = True
         # job uid -> the sub-job HyperNode of the plan a turn returned (recorder's sub-job decision).
         self.pending_subjob: dict[str, str] = {}
+        # Job uid -> a sub-job's best dry run that failed when replayed (allocate_hypernodes.py).
+        self.replay_failures: dict[str, str] = {}
 
     def execute(self, ssn: Session) -> None:
         args: dict[str, Any] = ssn.conf.action_arguments(NAME)
@@ -212,12 +214,18 @@ class Allocate:
 
     @staticmethod
     def allocate_task(stmt: Statement, task: TaskInfo, node: NodeInfo) -> bool:
-        if task.resreq.less_equal(node.idle):
-            stmt.allocate(task, node)
-            return True
-        if task.resreq.less_equal(node.future_idle()):
-            stmt.pipeline(task, node.name, False)
-            return True
+        """allocateResourcesForTask: allocate on idle, else pipeline on future idle.  False when
+        neither fits or the operation was rolled back (an allocate handler failed, e.g.
+        deviceshare found no card): Volcano then goes on with the job's next task."""
+        try:
+            if task.resreq.less_equal(node.idle):
+                stmt.allocate(task, node)
+                return True
+            if task.resreq.less_equal(node.future_idle()):
+                stmt.pipeline(task, node.name, False)
+                return True
+        except (EventError, NodeError):
+            return False
         return False
 
 

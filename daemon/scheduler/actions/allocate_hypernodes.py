@@ -29,9 +29,11 @@ from typing import TYPE_CHECKING, Protocol
 
 from daemon.scheduler.framework import combinators as cb
 from daemon.scheduler.framework.priority_queue import PriorityQueue
+from daemon.scheduler.framework.session import EventError
 from daemon.scheduler.framework.statement import Operation, Statement, save_operations
 from daemon.scheduler.framework.topology import session_topology
 from daemon.scheduler.model.hypernode import CLUSTER_TOP
+from daemon.scheduler.model.node import NodeError
 from daemon.scheduler.model.task import TaskInfo
 
 if TYPE_CHECKING:
@@ -44,6 +46,7 @@ class Allocate(Protocol):
     """What this module uses of the allocate action (allocate.py)."""
 
     pending_subjob: dict[str, str]
+    replay_failures: dict[str, str]
 
     def allocate_for_tasks(
         self,
@@ -78,6 +81,7 @@ def allocate_for_job(
     gradients = ssn.hypernode_gradient(cb.HYPERNODE_GRADIENT_JOB, job, CLUSTER_TOP, PURPOSE_ALLOCATE)
     tried: list[tuple[int, list[str]]] = []
     saved_subjob = job.subjob_allocated_hypernode
+    alloc.replay_failures.pop(job.uid, None)
     for gradient in gradients:
         plans: dict[str, _Plan] = {}
         for hn in gradient:
@@ -108,10 +112,21 @@ def allocate_for_job(
         best = max(plans, key=lambda h: plans[h].score)  # the first of the best, in gradient order
         plan = plans[best]
         final = Statement(ssn)
-        final.recover_operations(plan.ops)
+        failed = _replay(final, plan.ops)
+        if failed is not None:
+            nt = job.network_topology
+            ssn.topology_reasons[job.uid] = (
+                f"network topology ({nt.describe() if nt is not None else 'hard'}): the placement found "
+                f"in HyperNode {best} failed when replayed: {failed}"
+            )
+            return None, tasks, ""
         alloc.pending_subjob[job.uid] = plan.subjob_hypernode
+        ssn.topology_reasons.pop(job.uid, None)  # (an earlier turn's reason no longer holds)
+        alloc.replay_failures.pop(job.uid, None)
         return final, plan.tasks, best
-    ssn.topology_reasons[job.uid] = _no_place_reason(ssn, job, tried)
+    reason = _no_place_reason(ssn, job, tried)
+    replay = alloc.replay_failures.pop(job.uid, None)
+    ssn.topology_reasons[job.uid] = f"{reason} ({replay})" if replay else reason
     return None, tasks, ""
 
 
@@ -145,13 +160,30 @@ def allocate_for_subjob(
         scores = ssn.hypernode_order_scores(job, candidates)
         best = max(found, key=lambda h: scores.get(h, 0.0))  # the first of the best, in gradient order
         final = Statement(ssn)
-        final.recover_operations(found[best][0])
+        failed = _replay(final, found[best][0])
+        if failed is not None:
+            alloc.replay_failures[job.uid] = (
+                f"the placement found in HyperNode {best} failed when replayed: {failed}"
+            )
+            return None, 0.0
         job.subjob_allocated_hypernode = topo.lca(job.subjob_allocated_hypernode, best)
         left = found[best][1]
         # ShallowCopyFrom: the caller's heap becomes the one left by the best placement.
         tasks.adopt(left)
         return final, scores.get(best, 0.0)
     return None, 0.0
+
+
+def _replay(final: Statement, ops: list[Operation]) -> str | None:
+    """RecoverOperations of the best dry run; the error when one fails (Volcano logs it and gives
+    up on the job, or sub-job, for this turn; the operations replayed before it stay applied, as
+    in Volcano).  It can fail where the dry run did not: a discarded vGPU allocation keeps its
+    card's counters raised (deviceshare), so the replay may find no card (EventError)."""
+    try:
+        final.recover_operations(ops)
+    except (EventError, NodeError, KeyError) as e:
+        return str(e)
+    return None
 
 
 def commit_decision(ssn: Session, alloc: Allocate, job: JobInfo, hypernode: str) -> None:
@@ -163,12 +195,23 @@ def commit_decision(ssn: Session, alloc: Allocate, job: JobInfo, hypernode: str)
         job.subjob_allocated_hypernode = topo.lca(job.subjob_allocated_hypernode, sub)
 
 
+def tier_label(names: dict[str, int], tier: int | None) -> str:
+    """`tier 1`, or `tier 1 (rack)` when HyperNodes of that tier carry a tierName."""
+    if tier is None:
+        return "tier ?"
+    named = sorted(n for n, t in names.items() if t == tier)
+    return f"tier {tier} ({', '.join(named)})" if named else f"tier {tier}"
+
+
 def _no_place_reason(ssn: Session, job: JobInfo, tried: list[tuple[int, list[str]]]) -> str:
-    """Why-pending for a job no HyperNode could hold: the tiers tried, or why none was eligible."""
+    """Why-pending for a job no HyperNode could hold: the tiers tried (by number and tierName), or
+    why none was eligible.  explain.py appends the task's own fit error when it has one: Volcano's
+    text for the last HyperNode tried (`In hyperNode <name>: 0/2 nodes are unavailable: ...`)."""
     nt = job.network_topology
     topo = session_topology(ssn)
     spec = nt.describe() if nt is not None else "hard"
     tier = nt.hard_tier() if nt is not None else None
+    names = topo.tier_names
     if not tried:
         need = job.min_resources
         detail = (
@@ -179,12 +222,11 @@ def _no_place_reason(ssn: Session, job: JobInfo, tried: list[tuple[int, list[str
             else ""
         )
         return (
-            f"network topology ({spec}): no HyperNode of tier {tier if tier is not None else '?'} "
-            f"or lower {detail}".rstrip()
+            f"network topology ({spec}): no HyperNode of {tier_label(names, tier)} or lower {detail}".rstrip()
         )
-    parts = [f"tier {t}: {', '.join(names)}" for t, names in tried]
+    parts = [f"{tier_label(names, t)}: {', '.join(hns)}" for t, hns in tried]
     last = tried[-1][0]
     return (
-        f"network topology ({spec}): the gang fits in no HyperNode up to tier {last} "
-        f"(tried {'; '.join(parts)}; the cluster top is tier {topo.top.tier})"
+        f"network topology ({spec}): the gang fits in no HyperNode up to {tier_label(names, last)}; "
+        f"tried {'; '.join(parts)}; the cluster top is tier {topo.top.tier}"
     )

@@ -3,6 +3,9 @@
 Built from what the session recorded: enqueue rejections, JobValid failures, the gang count,
 the task's fit errors (Volcano's histogram, e.g. "0/12 nodes are unavailable: 9 Insufficient
 cpu, 3 node(s) didn't match Pod's node affinity/selector.") and its last discarded placement.
+A job with a hard network topology that no HyperNode could hold says so first, naming the tiers
+tried (with their tierName) and, for a task that failed in the last HyperNode tried, Volcano's
+fit error for it ("In hyperNode <name>: ...").
 """
 
 from __future__ import annotations
@@ -42,15 +45,19 @@ def task_reason(ssn: Session, job: JobInfo, task: TaskInfo) -> str:
         return f"pipelined on {task.node_name}: waits for resources being released there; {gang_summary(job)}"
     if task.status is TaskStatus.ALLOCATED:
         return f"can be placed on {task.node_name} once minAvailable is satisfied; {gang_summary(job)}"
+    topo = ssn.topology_reasons.get(job.uid)
+    if topo is not None and task.status is TaskStatus.PENDING:
+        # Before the trial placements (last_tx): they were in HyperNodes that could not hold the
+        # gang.  The task's own fit error, when it has one, is Volcano's text for the last
+        # HyperNode tried ("In hyperNode s1: 0/2 nodes are unavailable: ...").
+        fe = job.nodes_fit_errors.get(task.uid)
+        return f"{gang_summary(job)}; {topo}" + (f"; {fe.message()}" if fe is not None else "")
     if task.last_tx is not None:
         status, node = task.last_tx
         if status is TaskStatus.ALLOCATED:
             return f"could be placed on {node} but the gang is incomplete; {gang_summary(job)}"
         if status is TaskStatus.PIPELINED:
             return f"could wait for {node} but the gang is incomplete; {gang_summary(job)}"
-    topo = ssn.topology_reasons.get(job.uid)
-    if topo is not None and task.status is TaskStatus.PENDING:
-        return f"{gang_summary(job)}; {topo}"
     skipped = ssn.skip_reasons.get(task.uid)
     if skipped is not None:
         return f"{gang_summary(job)}; {skipped}"

@@ -38,9 +38,20 @@ class SessionError(RuntimeError):
     """An operation the session cannot perform (unknown job or node, accounting conflict)."""
 
 
+class EventError(SessionError):
+    """An allocate event handler's failure (Volcano's `Event.Err`), e.g. no card for a vGPU pod."""
+
+
 @dataclass(slots=True)
 class EventHandler:
-    allocate: Callable[[TaskInfo], None] | None = None
+    """A plugin's AllocateFunc / DeallocateFunc.
+
+    `allocate` may answer an error (Volcano's handler setting `Event.Err`): the Statement's
+    Pipeline and Allocate then roll the operation back and fail; the session's own Allocate and
+    Pipeline and a Statement's unevict ignore it, as Volcano's do.  Every handler runs either way.
+    """
+
+    allocate: Callable[[TaskInfo], Exception | None] | None = None
     deallocate: Callable[[TaskInfo], None] | None = None
 
 
@@ -272,10 +283,15 @@ class Session(Combinators):
         return pc.value if pc is not None else None
 
     # ----------------------------------------------------------------- immediate operations
-    def _fire_allocate(self, task: TaskInfo) -> None:
+    def _fire_allocate(self, task: TaskInfo) -> Exception | None:
+        """Run every allocate handler; the first error one answered (None: all succeeded)."""
+        first: Exception | None = None
         for eh in self.event_handlers:
             if eh.allocate is not None:
-                eh.allocate(task)
+                err = eh.allocate(task)
+                if err is not None and first is None:
+                    first = err
+        return first
 
     def _fire_deallocate(self, task: TaskInfo) -> None:
         for eh in self.event_handlers:

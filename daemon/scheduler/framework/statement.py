@@ -60,7 +60,8 @@ class Statement:
             node.add_task(task)
         except Exception as e:  # Volcano still runs the handlers, then rolls back
             err = e
-        ssn._fire_allocate(task)
+        handler_err = ssn._fire_allocate(task)
+        err = err or handler_err
         if err is not None:
             self._unpipeline(task)
             raise err
@@ -76,7 +77,8 @@ class Statement:
             node.add_task(task)
         except Exception as e:  # Volcano still runs the handlers, then rolls back
             err = e
-        ssn._fire_allocate(task)
+        handler_err = ssn._fire_allocate(task)
+        err = err or handler_err
         if err is not None:
             self._unallocate(task)
             raise err
@@ -91,7 +93,7 @@ class Statement:
         node = ssn.nodes.get(task.node_name)
         if node is not None:
             node.update_task(task)
-        ssn._fire_allocate(task)
+        ssn._fire_allocate(task)  # Volcano ignores a handler's error here
 
     def _unpipeline(self, task: TaskInfo) -> None:
         ssn = self.ssn

@@ -7,11 +7,15 @@ handler in the same order: the node-level accounting (a task added with any stat
 Pipelined/Releasing occupies the cards its own annotations name; removing it frees them), then,
 when the predicates plugin is configured, the card allocation whose annotations are recorded on
 the task (`TaskInfo.bind_annotations`), so later tasks of the session see the card as used.
+As in Volcano, the card allocation runs only when the predicates handler's Reserve step passes
+(a victim put back by a discarded Statement is counted once, from its annotations), and a card
+that cannot be allocated answers an EventError, which rolls a Statement's Pipeline or Allocate
+back (Volcano's `Event.Err`).
 
 Deviations, all documented in docs/plugins.md (plugin `deviceshare`): the node lock is checked
-when filtering (Volcano fails the allocation instead: Fumarole's event handlers cannot fail),
-the Ascend NPU devices and `deviceshare.GPUExclusiveRules` are not implemented (warning), and
-ties among cards are broken by card index.
+when filtering (Volcano fails the allocation instead), the Ascend NPU devices and
+`deviceshare.GPUExclusiveRules` are not implemented (warning), and ties among cards are broken
+by card index.
 """
 
 from __future__ import annotations
@@ -28,7 +32,7 @@ import numpy as np
 from daemon.scheduler.framework import combinators as cb
 from daemon.scheduler.framework.conf import ConfError, arg_bool, arg_int, arg_str
 from daemon.scheduler.framework.nodetable import BoolArray, FloatArray, IntArray
-from daemon.scheduler.framework.session import EventHandler, Session
+from daemon.scheduler.framework.session import EventError, EventHandler, Session
 from daemon.scheduler.model.fit import Code, FitError, fit_error
 from daemon.scheduler.model.node import NodeInfo
 from daemon.scheduler.model.task import TaskInfo, TaskStatus
@@ -322,14 +326,25 @@ class DeviceSharePlugin:
             return float(self.vgpu_score[row]) if row is not None else 0.0
         return p.score(task)
 
-    def on_allocate(self, ssn: Session, task: TaskInfo) -> None:
+    def on_allocate(self, ssn: Session, task: TaskInfo) -> EventError | None:
+        """NodeInfo.AddTask's device accounting, then the predicates handler's card allocation.
+
+        The allocation runs only when Volcano's Reserve step passes (`volcano_reserve_succeeds`):
+        a Running victim put back by `Statement.unevict` went through no PrePredicate this
+        session, so its Reserve fails and it is counted once, from its own annotations.  A card
+        that cannot be allocated answers an EventError, which makes a Statement's Pipeline or
+        Allocate roll back (Volcano's `Event.Err`)."""
         node_name = task.node_name
         if not self.pools(node_name):
-            return
+            return None
         if task.status not in (TaskStatus.PIPELINED, TaskStatus.RELEASING):
             self._node_add(task, node_name, dict(task.pod.annotations))
         if not self.allocates_cards:
-            return
+            return None
+        predicates = ssn.plugins.get(PREDICATES_PLUGIN)
+        reserve = getattr(predicates, "volcano_reserve_succeeds", None)
+        if reserve is not None and not reserve(task):
+            return None
         node = ssn.nodes[node_name]
         self._touch(node_name)
         # Beyond Volcano: a configured fgd (or paper-random) plugin chooses the vGPU cards.
@@ -349,12 +364,15 @@ class DeviceSharePlugin:
             else:
                 res = p.allocate(task, self.args.schedule_policy, self.now)
             if isinstance(res, str):
-                ssn.warnings.append(f"{NAME}: allocating {p.device_name} to {task.key} on {node_name}: {res}")
-                continue
+                msg = f"{NAME}: allocating {p.device_name} to {task.key} on {node_name}: {res}"
+                ssn.warnings.append(msg)
+                # Volcano's handler returns at the first device that fails.
+                return EventError(msg)
             if self.args.node_lock and p.needs_lock(task):
                 self.session_locks.add((node.name, p.lock_name))
             if res:
                 task.bind_annotations = {**task.bind_annotations, **res}
+        return None
 
     def on_deallocate(self, task: TaskInfo) -> None:
         node_name = task.node_name

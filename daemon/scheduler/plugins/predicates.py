@@ -272,8 +272,12 @@ class PredicatesPlugin:
         the task in this session; without it Reserve fails and the allocate handler returns before
         NodeInfo.AddPodInfo.
         """
-        sw = self.switches
-        return not sw.reserve or sw.score_restored_victims or task.uid in self._prefiltered
+        return self.switches.score_restored_victims or self.volcano_reserve_succeeds(task)
+
+    def volcano_reserve_succeeds(self, task: TaskInfo) -> bool:
+        """Whether Volcano's Reserve step passes for `task`, whatever `fumarole.scoreRestoredVictims`
+        says: the allocate handler goes on to the device allocation (deviceshare) only then."""
+        return not self.switches.reserve or task.uid in self._prefiltered
 
     def on_session_close(self, ssn: Session) -> None:
         self._prefiltered.clear()

@@ -444,6 +444,9 @@ def test_pipelined_task_gets_a_card_but_no_node_level_count() -> None:
     ssn = open_session(snapshot(objs), conf(SHARING))
     p = plugin(ssn)
     t = tasks(ssn)["j-0"]
+    # Every action runs PrePredicate first; without it Volcano's Reserve step fails and no card
+    # is allocated (the restored-victim rule).
+    assert ssn.pre_predicate_fn(t) is None
     stmt = Statement(ssn)
     stmt.pipeline(t, "n1")
     assert card_of(t) == "0"

@@ -12,7 +12,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from fumarole_sched_kit import mk_conf, open_session, run_actions
 
 from daemon.manifests import build_snapshot
-from daemon.scheduler.framework.session import Session
+from daemon.scheduler.framework.session import EventError, Session
+from daemon.scheduler.framework.statement import Statement
 from daemon.scheduler.model.devices import ContainerResources
 from daemon.scheduler.model.resources import Resource
 from daemon.scheduler.model.task import PodFacts, TaskInfo, TaskStatus
@@ -531,3 +532,125 @@ def test_session_device_score_prefers_the_fuller_node() -> None:
     assert isinstance(p, deviceshare.DeviceSharePlugin)
     without_weight = run_vgpu(objs, {"deviceshare.SchedulePolicy": "binpack"})
     assert without_weight.binds["ns/p0"] == "n0"  # no score: first node in the list
+
+
+# ------------------------------------------------------------------------------- statements (issue 25)
+def open_vgpu(objs: list[dict[str, Any]], predicates: dict[str, Any] | None = None) -> Session:
+    snap = build_snapshot([("t", i, o) for i, o in enumerate(objs)])
+    snap.now = 1704067300.0
+    c = mk_conf(
+        "enqueue, allocate",
+        ["priority", "gang", "conformance"],
+        [
+            {"name": "predicates", "arguments": predicates or {}},
+            "proportion",
+            {"name": "deviceshare", "arguments": {"deviceshare.VGPUEnable": True}},
+        ],
+    )
+    return open_session(snap, c)
+
+
+def card(ssn: Session, node: str, index: int) -> VCard:
+    p = ssn.plugins["deviceshare"]
+    assert isinstance(p, deviceshare.DeviceSharePlugin)
+    vpool = p.pools(node)[0]
+    assert isinstance(vpool, VGpuPool)
+    return vpool.cards[index]
+
+
+def test_victim_put_back_by_a_discarded_statement_is_counted_once() -> None:
+    """Statement.unevict re-adds the victim from its annotation; the predicates handler's Reserve
+    fails (no PreFilter this session), so deviceshare allocates it no second card share."""
+    objs = vgpu_objects(0, 0, running={"old": "GPU-n0-0,NVIDIA,10000,10:"})
+    ssn = open_vgpu(objs)
+    victim = ssn.jobs["ns/pg-old"].tasks["ns-old"]
+    assert (card(ssn, "n0", 0).used_num, card(ssn, "n0", 0).used_mem) == (1, 10000)
+    stmt = Statement(ssn)
+    stmt.evict(victim, "preempt")
+    assert (card(ssn, "n0", 0).used_num, card(ssn, "n0", 0).used_mem) == (0, 0)
+    stmt.discard()
+    assert (card(ssn, "n0", 0).used_num, card(ssn, "n0", 0).used_mem) == (1, 10000)
+    assert [card(ssn, "n0", i).used_num for i in (0, 1)] == [1, 0]
+    assert vg.ASSIGNED_IDS not in victim.bind_annotations
+
+
+def test_victim_put_back_without_reserve_plugins_is_allocated_again_as_in_volcano() -> None:
+    """With VolumeBinding and DynamicResources off no Reserve step fails, so Volcano's handler
+    reaches devices.Allocate for the restored victim and counts it a second time."""
+    objs = vgpu_objects(0, 0, running={"old": "GPU-n0-0,NVIDIA,10000,10:"})
+    ssn = open_vgpu(
+        objs, {"predicate.VolumeBindingEnable": False, "predicate.DynamicResourceAllocationEnable": False}
+    )
+    victim = ssn.jobs["ns/pg-old"].tasks["ns-old"]
+    stmt = Statement(ssn)
+    stmt.evict(victim, "preempt")
+    stmt.discard()
+    used = sum(card(ssn, "n0", i).used_num for i in (0, 1))
+    assert used == 2
+
+
+def test_pipeline_without_a_card_rolls_back_and_fails() -> None:
+    """A card that cannot be allocated fails Statement.Pipeline (Volcano's Event.Err): the task is
+    Pending again, off the node, and the statement holds nothing; the session's own Pipeline
+    keeps the task (Volcano ignores the handler's error there)."""
+    objs = vgpu_objects(1, 20000)  # 20000 MiB: more than any 16384 MiB card
+    ssn = open_vgpu(objs)
+    task = ssn.jobs["ns/pg-p0"].tasks["ns-p0"]
+    assert ssn.pre_predicate_fn(task) is None
+    stmt = Statement(ssn)
+    with pytest.raises(EventError, match="not enough gpu fitted"):
+        stmt.pipeline(task, "n0", False)
+    assert task.status is TaskStatus.PENDING and task.node_name == ""
+    assert task.uid not in ssn.nodes["n0"].tasks and stmt.operations == []
+    assert [card(ssn, "n0", i).used_num for i in (0, 1)] == [0, 0]
+    ssn.pipeline(task, "n0")
+    assert task.status is TaskStatus.PIPELINED and task.uid in ssn.nodes["n0"].tasks
+
+
+def test_hard_topology_replay_finds_the_card_taken_by_its_own_dry_run() -> None:
+    """Volcano quirk kept: allocate's HyperNode search dry-runs the job and discards it, but a
+    discarded vGPU allocation keeps the card's counters raised (Release reads the pod's own
+    annotations, which a fresh allocation lacks), so replaying the best dry run finds no card when
+    the dry runs took the last room: RecoverOperations fails and the job waits, with a reason
+    saying so.  A pod is allocated three times (the sub-job's dry run, its replay inside the job's
+    dry run, the job's replay), so with cards for 10000 MiB once each it takes three cards."""
+    objs = vgpu_objects(1, 10000)  # one node, two cards of 16384 MiB: 10000 leaves no room twice
+    objs.append(
+        {
+            "apiVersion": "topology.volcano.sh/v1alpha1",
+            "kind": "HyperNode",
+            "metadata": {"name": "rack"},
+            "spec": {"tier": 1, "members": [{"type": "Node", "selector": {"exactMatch": {"name": "n0"}}}]},
+        }
+    )
+    pg = next(o for o in objs if o["kind"] == "PodGroup")
+    pg["spec"]["networkTopology"] = {"mode": "hard", "highestTierAllowed": 1}
+    pg["status"]["phase"] = "Inqueue"
+
+    def run(cards: str) -> Session:
+        node = next(o for o in objs if o["kind"] == "Node")
+        node["metadata"]["annotations"][vg.REGISTER] = cards
+        snap = build_snapshot([("t", i, o) for i, o in enumerate(objs)])
+        snap.now = 1704067300.0
+        c = mk_conf(
+            "allocate",
+            ["gang"],
+            [
+                "predicates",
+                "network-topology-aware",
+                {"name": "deviceshare", "arguments": {"deviceshare.VGPUEnable": True}},
+            ],
+        )
+        ssn = open_session(snap, c)
+        run_actions(ssn, "allocate")
+        return ssn
+
+    one = run("GPU-n0-0,10,16384,NVIDIA-T4,true,hami-core:")
+    assert one.binds == {}
+    assert "failed when replayed" in one.topology_reasons["ns/pg-p0"]
+    assert "not enough gpu fitted" in one.topology_reasons["ns/pg-p0"]
+    assert not run(REG.format(n=0)).binds  # two cards: still not enough
+    three = run(REG.format(n=0) + "GPU-n0-2,10,16384,NVIDIA-T4,true,hami-core:")
+    assert three.binds == {"ns/p0": "n0"}
+    # Highest index first: the dry runs' phantoms hold cards 2 and 1, the replay gets card 0.
+    assert ids_of(three, "p0") == "GPU-n0-0,NVIDIA,10000,10:"
