@@ -197,13 +197,23 @@ export async function render(main, ctx) {
   // the rows and `more`, one per cycle, in cycle order, the last KEEP (rows that arrived from the
   // live feed while the page re-read the API stay: they may be newer than what it read)
   function merge(more) {
+    const drawn = new Set(rows.map((r) => r.cycle));
+    for (const r of queue) drawn.delete(r.cycle); // queued, not drawn yet
+    const lastDrawn = Math.max(0, ...drawn);
     const byCycle = new Map(rows.map((r) => [r.cycle, r]));
-    for (const r of more) if (r.closed) byCycle.set(r.cycle, r);
+    let changed = false; // a cycle the page drew is changed or one before the last drawn is new
+    for (const r of more) {
+      if (!r.closed) continue;
+      if (r.cycle <= lastDrawn && !drawn.has(r.cycle)) changed = true;
+      byCycle.set(r.cycle, r);
+    }
     rows = [...byCycle.values()].sort((a, b) => a.cycle - b.cycle).slice(-KEEP);
-    queue = [];
     if (frame) cancelAnimationFrame(frame);
     frame = 0;
-    drawAll();
+    if (changed || !drawn.size) { queue = []; drawAll(); return; }
+    // only newer cycles: added like live ones, nothing redrawn
+    queue = rows.filter((r) => r.cycle > lastDrawn);
+    drawNew();
   }
 
   // the cycles the log holds after row `after` (from the REST API, page by page, at most KEEP and a page)
