@@ -2,16 +2,16 @@
 against a real daemon on the simulator (`fumarole run --serve`), then against `fumarole serve`.
 
 One daemon for the module (one browser too): the busy workload of ui_kit plus e2e/typo, whose queue
-`nosuch` does not exist, team2/t2 (another namespace, a gang that never fits) and e2e/late in queue
-`late`, submitted late (a queue that appears in the filters while the page is open).  The live tests
-run first, while it cycles; the others once it drained.  Screenshots for docs/dashboard.md are written
+`nosuch` does not exist and team2/t2 (another namespace, a gang that never fits).  The tests run once
+it drained; the live ones over `fumarole serve` on a copy of its log, to which they append cycles
+(and a PodGroup in a new queue) while the page is open.  Screenshots for docs/dashboard.md are written
 when FUMAROLE_UPDATE_SCREENSHOTS=1 (docs/img/ui-*.png)."""
 
 from __future__ import annotations
 
 import asyncio
 import json
-import shutil
+import sqlite3
 import subprocess
 import time
 import urllib.error
@@ -25,7 +25,7 @@ from typing import Any
 import pytest
 import yaml
 from fumarole_api_kit import FUMAROLE, child_env, start_serve, stop, wait_for_url, write_history
-from fumarole_e2e_kit import _job, _queue
+from fumarole_e2e_kit import _job
 from ui_kit import PageWatch, browser, drain, require_chromium, write_busy_sim
 
 DRAINED = "serving the API until SIGTERM"
@@ -51,9 +51,9 @@ class Daemon:
 
 
 def write_sim(dir_: Path) -> tuple[Path, Path]:
-    c, w = write_busy_sim(dir_, jobs=170)
+    c, w = write_busy_sim(dir_, jobs=60)
     cluster = list(yaml.safe_load_all(c.read_text()))
-    cluster += [_queue("late", 1), {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "team2"}}]
+    cluster += [{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "team2"}}]
     c.write_text(yaml.safe_dump_all(cluster, sort_keys=False))
     work = list(yaml.safe_load_all(w.read_text()))
     t2 = _job("t2", "a", 2, 16, at=0, dur=10, pc="low")
@@ -61,7 +61,6 @@ def write_sim(dir_: Path) -> tuple[Path, Path]:
     work += [
         _job("typo", "nosuch", 1, 1, at=0, dur=10, pc="low"),
         t2,
-        _job("late", "late", 1, 1, at=200, dur=5, pc="low"),
     ]
     w.write_text(yaml.safe_dump_all(work, sort_keys=False))
     return c, w
@@ -105,7 +104,7 @@ def settled(daemon: Daemon) -> Daemon:
 REASONS = [
     ("queue-missing", "queue missing"),
     ("queue-closed", "queue closed"),
-    ("enqueue-rejected", "not admitted (quota)"),
+    ("enqueue-rejected", "not admitted (enqueue)"),
     ("not-enqueued", "not enqueued"),
     ("job-invalid", "invalid"),
     ("predicates-failed", "predicates"),
@@ -146,10 +145,73 @@ def _refreshes(page: Any) -> int:
     return int(page.get_attribute("main", "data-refreshed") or "0")
 
 
-# ----------------------------------------------------------------------------- live (while it cycles)
+# ----------------------------------------------------------------------------- live (cycles appended)
 
 
-def test_cycles_page_adds_cycles_without_redrawing(daemon: Daemon, chromium: Any) -> None:
+class Live:
+    """`fumarole serve` over a copy of the drained daemon's log, and a writer appending to it as a
+    daemon would (so live updates come when the test says, not when the simulator's clock says)."""
+
+    def __init__(self, db: Path, base: str, last_cycle: int) -> None:
+        self.db, self.base, self.cycle = db, base, last_cycle
+
+    def append(self, events: list[Any]) -> None:
+        from store.sqlite import SqliteEventLog
+
+        async def go() -> None:
+            log = await SqliteEventLog.open(str(self.db))
+            try:
+                await log.append(events)
+            finally:
+                await log.close()
+
+        _in_thread(go())
+
+    def cycles(self, n: int, *, extra: list[Any] | None = None, gap: float = 0.25) -> None:
+        """Append `n` closed cycles, `gap` seconds apart (`extra` events before the first)."""
+        from store.events import CycleClosed, CycleOpened
+
+        for i in range(n):
+            self.cycle += 1
+            c = self.cycle
+            head = (extra or []) if i == 0 else []
+            self.append(
+                [
+                    *head,
+                    CycleOpened(cycle=c, watermark=1, now_ms=10_000_000 + c * 1000, conf_hash="h"),
+                    CycleClosed(cycle=c, binds=1, duration_s=0.002, action_seconds={"allocate": 0.002}),
+                ]
+            )
+            time.sleep(gap)
+
+
+def _copy_db(src: Path, dst: Path) -> None:
+    """A consistent copy of a live SQLite log (its WAL included), through SQLite's backup API."""
+    with sqlite3.connect(src) as a, sqlite3.connect(dst) as b:
+        a.backup(b)
+    b.close()
+    a.close()
+
+
+@pytest.fixture()
+def live(settled: Daemon, tmp_path: Path) -> Iterator[Live]:
+    db = tmp_path / "live.db"
+    _copy_db(settled.db, db)
+    proc, base = start_serve(db)
+    try:
+        last = json.loads(urllib.request.urlopen(base + "/v1/cycles?latest=1", timeout=20).read())
+        yield Live(db, base, last["items"][0]["cycle"])
+    finally:
+        stop(proc)
+
+
+def _wait_refreshed(page: Any, after: int) -> None:
+    page.wait_for_function(
+        f"() => Number(document.querySelector('main').dataset.refreshed || 0) > {after}", timeout=30_000
+    )
+
+
+def test_cycles_page_adds_cycles_without_redrawing(live: Live, chromium: Any) -> None:
     w = PageWatch(chromium)
     page = w.page
     page.add_init_script(
@@ -157,15 +219,16 @@ def test_cycles_page_adds_cycles_without_redrawing(daemon: Daemon, chromium: Any
         "(l) => window.__long.push(...l.getEntries().map(e => e.duration)))"
         ".observe({ type: 'longtask', buffered: true });"
     )
-    w.open(daemon.base + "/ui/cycles")
-    assert not daemon.drained(), "the daemon drained before the live test"
+    w.open(live.base + "/ui/cycles")
+    page.wait_for_selector("#live-status[data-state='live']", timeout=15_000)
     first = int(page.inner_text("#latest-cycle"))
     page.evaluate(
         "() => { window.__row = document.querySelector('#cycles-rows tr');"
         " window.__bar = document.querySelector('#chart-duration g.bar:last-child'); }"
     )
+    live.cycles(5)
     page.wait_for_function(
-        f"() => Number(document.getElementById('latest-cycle').textContent) >= {first + 3}", timeout=30_000
+        f"() => Number(document.getElementById('latest-cycle').textContent) >= {first + 5}", timeout=30_000
     )
     # the rows and bars drawn before are the same elements: new cycles were added, nothing redrawn
     assert page.get_attribute("main", "data-redraws") == "1"
@@ -174,31 +237,42 @@ def test_cycles_page_adds_cycles_without_redrawing(daemon: Daemon, chromium: Any
     )
     assert page.evaluate("() => window.__bar === null || window.__bar.isConnected")
     assert page.locator("#cycles-rows tr").count() <= 40
+    for c in range(first + 1, first + 6):
+        shown = page.eval_on_selector_all("#cycles-rows tr", "rs => rs.map(r => r.dataset.cycle)")
+        assert page.locator(f"#cycles-rows tr[data-cycle='{c}']").count() == 1, (c, shown[:8])
+        assert page.locator(f"#chart-duration g.bar[data-cycle='{c}']").count() == 1
     assert "95th percentile" in page.inner_text("#chart-duration figcaption")
     long = page.evaluate("() => window.__long")
-    print(
-        f"[ui cycles] {len(long)} long tasks, {sum(long):.0f} ms, "
-        f"over {int(page.inner_text('#latest-cycle')) - first} cycles"
-    )
-    w.screenshot("cycles")
+    print(f"[ui cycles] {len(long)} long tasks, {sum(long):.0f} ms, over 5 cycles")
+    w.screenshot("cycles-live")
     assert w.errors == []
     page.close()
 
 
-def test_live_refresh_keeps_options_focus_and_what_is_open(daemon: Daemon, chromium: Any) -> None:
+def test_live_refresh_keeps_options_focus_and_what_is_open(live: Live, chromium: Any) -> None:
+    from store.events import upserted
+
     w = PageWatch(chromium)
-    page = w.open(daemon.base + "/ui/jobs")
-    assert not daemon.drained(), "the daemon drained before the live test: give the workload more jobs"
+    page = w.open(live.base + "/ui/jobs")
+    page.wait_for_selector("#live-status[data-state='live']", timeout=15_000)
     options = page.eval_on_selector_all("#f-queue option", "os => os.map(o => o.value)")
-    assert "late" not in options and "nosuch" in options
+    assert "fresh" not in options and "nosuch" in options
     # keyboard only: focus the name box, type; the refreshes must not take the focus or the text away
     page.focus("#f-q")
     page.keyboard.type("j1")
+    pg = {
+        "apiVersion": "scheduling.volcano.sh/v1beta1",
+        "kind": "PodGroup",
+        "metadata": {"name": "newcomer", "namespace": "e2e"},
+        "spec": {"queue": "fresh", "minMember": 1},
+    }
+    n = _refreshes(page)
+    live.cycles(3, extra=[upserted(pg, 10_000_000)])
     page.wait_for_function(
-        "() => [...document.querySelectorAll('#f-queue option')].some(o => o.value === 'late')",
-        timeout=60_000,
+        "() => [...document.querySelectorAll('#f-queue option')].some(o => o.value === 'fresh')",
+        timeout=30_000,
     )
-    assert _refreshes(page) >= 1
+    assert _refreshes(page) > n
     assert page.evaluate("() => document.activeElement.id") == "f-q"
     assert page.input_value("#f-q") == "j1" and "q=j1" in page.url
     # sorting from the keyboard keeps the focus on the header button, through refreshes too
@@ -208,19 +282,17 @@ def test_live_refresh_keeps_options_focus_and_what_is_open(daemon: Daemon, chrom
     assert "sort=waited" in page.url
     assert page.evaluate("() => document.activeElement.dataset.key") == "waited"
     n = _refreshes(page)
-    page.wait_for_function(
-        f"() => Number(document.querySelector('main').dataset.refreshed || 0) > {n}", timeout=30_000
-    )
+    live.cycles(3, gap=1.0)
+    _wait_refreshed(page, n)
     assert page.evaluate("() => document.activeElement.dataset.key") == "waited"
 
     # the job page: the open "each waiting pod" section stays open through refreshes
-    page = w.open(daemon.base + "/ui/jobs/e2e/huge")
+    page = w.open(live.base + "/ui/jobs/e2e/huge")
     page.click("#pods-details summary")
     assert page.evaluate("() => document.getElementById('pods-details').open")
     n = _refreshes(page)
-    page.wait_for_function(
-        f"() => Number(document.querySelector('main').dataset.refreshed || 0) > {n}", timeout=30_000
-    )
+    live.cycles(3, gap=1.0)
+    _wait_refreshed(page, n)
     assert page.evaluate("() => document.getElementById('pods-details').open")
     assert w.errors == []
     page.close()
@@ -263,7 +335,7 @@ def test_wait_times_and_reasons_by_queue(settled: Daemon, chromium: Any) -> None
     page.wait_for_selector("main[data-ready='1']")
     assert f"reason={code}" in page.url and page.input_value("#f-reason") == code
     assert page.locator("#jobs-table tbody tr").count() == want[(queue, code)]
-    w.screenshot("jobs")
+    w.screenshot("jobs-waiting")
     assert w.errors == []
     page.close()
 
@@ -297,7 +369,7 @@ def test_who_is_ahead_and_the_missing_queue(settled: Daemon, chromium: Any) -> N
     assert [a["position"] for a in d["ahead"]] == sorted(a["position"] for a in d["ahead"])
     assert all(a["position"] < d["explanation"]["queue_position"] for a in d["ahead"])
     assert page.inner_text("#why-waited").startswith("Waiting for ")
-    w.screenshot("job")
+    w.screenshot("job-ahead")
     # e2e/typo: its queue does not exist, and the page says so (and `fumarole explain` too)
     t = settled.get("/v1/jobs/e2e/typo")
     assert t["queue_exists"] is False
@@ -426,7 +498,7 @@ def test_cycle_type_filter_asks_the_server(settled: Daemon, chromium: Any) -> No
         page.inner_text("#decisions-count")
         == f"All {len(want)} decision.job_explained decisions of this cycle."
     )
-    w.screenshot("cycle")
+    w.screenshot("cycle-filter")
     # the newest cycle has no "next →" (it would lead to a missing cycle)
     last = settled.get("/v1/cycles?latest=1")["items"][0]["cycle"]
     page = w.open(f"{settled.base}/ui/cycles/{last}")
@@ -468,7 +540,7 @@ def test_missing_pages_are_helpful(settled: Daemon, chromium: Any) -> None:
 
 def test_error_pages_recover_and_stale_data_is_marked(settled: Daemon, chromium: Any, tmp_path: Path) -> None:
     db = tmp_path / "copy.db"
-    shutil.copy(settled.db, db)
+    _copy_db(settled.db, db)
     proc, base = start_serve(db)
     port = int(base.rsplit(":", 1)[1])
     w = PageWatch(chromium)

@@ -159,7 +159,7 @@ export function podLink(pod, job) {
 // The reason codes an explanation records (daemon/runtime/cycle.py REASON_CODES), most important
 // first, with the short label the dashboard shows for each.
 export const REASONS = [
-  ["queue-missing", "queue missing"], ["queue-closed", "queue closed"], ["enqueue-rejected", "not admitted (quota)"],
+  ["queue-missing", "queue missing"], ["queue-closed", "queue closed"], ["enqueue-rejected", "not admitted (enqueue)"],
   ["not-enqueued", "not enqueued"], ["job-invalid", "invalid"], ["predicates-failed", "predicates"],
   ["queue-capability", "queue capability"], ["queue-overused", "queue overused"], ["gang-unsatisfied", "gang"],
   ["pipelined", "pipelined"], ["best-effort", "best effort"], ["gang-stopped", "gang stopped"],

@@ -85,8 +85,10 @@ class LiveBars {
   }
 
   place() {
-    // bars right-aligned: the newest at the right edge
-    const offset = KEEP - this.bars.length;
+    // bars right-aligned, the newest at the right edge; the chart's width grows with the bars up to KEEP
+    const slots = Math.max(50, this.bars.length);
+    this.svg.setAttribute("viewBox", `0 0 ${slots * BAR} ${HEIGHT}`);
+    const offset = slots - this.bars.length;
     this.bars.forEach((b, i) => b.g.setAttribute("transform", `translate(${(offset + i) * BAR},0)`));
   }
 

@@ -118,7 +118,7 @@ export async function render(main, ctx) {
         ? el("div", {},
           el("p", { class: "muted", id: "ahead-count" }, `${plural(d.ahead_total, "waiting job")} of queue ${d.queue} come before it, by the order the cycles recorded (priority, then creation; `, cycleLink(ex.cycle), ")",
             d.ahead_total > d.ahead.length ? `; the first ${d.ahead.length} are listed` : "", ":"),
-          el("ol", { class: "ahead", id: "ahead-list" }, items))
+          el("ul", { class: "ahead", id: "ahead-list" }, items))
         : el("p", { id: "ahead-count", class: "muted", text: `No waiting job of queue ${d.queue} comes before it: it is next.` }));
   }
 
