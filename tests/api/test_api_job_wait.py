@@ -115,3 +115,14 @@ def test_a_missing_queue_is_named(finished: Path) -> None:
     assert "waiting for " in out.stdout and "(virtual time, to the log's last cycle)" in out.stdout, (
         out.stdout
     )
+
+
+def test_the_new_fields_are_in_the_openapi_document() -> None:
+    from api.openapi import openapi_document
+
+    schemas = openapi_document()["components"]["schemas"]
+    assert {"waited_ms", "wait_reason", "queue_exists"} <= set(schemas["JobRow"]["properties"])
+    detail = schemas["JobDetail"]["properties"]
+    assert {"waited_ms", "queue_exists", "ahead", "ahead_total"} <= set(detail)
+    assert detail["ahead"]["items"]["$ref"].endswith("/AheadRow")
+    assert {"namespace", "name", "position", "phase", "wait_reason"} <= set(schemas["AheadRow"]["properties"])
