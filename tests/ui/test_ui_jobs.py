@@ -245,6 +245,14 @@ def test_cycles_page_adds_cycles_without_redrawing(live: Live, chromium: Any) ->
     long = page.evaluate("() => window.__long")
     print(f"[ui cycles] {len(long)} long tasks, {sum(long):.0f} ms, over 5 cycles")
     w.screenshot("cycles-live")
+    # keyboard: the chart is one tab stop; End picks the newest bar, ← the one before, Enter opens it
+    page.focus("#chart-duration svg")
+    page.keyboard.press("End")
+    assert page.get_attribute("#chart-duration svg", "data-picked") == str(first + 5)
+    page.keyboard.press("ArrowLeft")
+    assert page.get_attribute("#chart-duration svg", "data-picked") == str(first + 4)
+    page.keyboard.press("Enter")
+    page.wait_for_selector(f"main[data-ready='1'] h1:text-is('Cycle {first + 4}')")
     assert w.errors == []
     page.close()
 

@@ -45,10 +45,38 @@ class LiveBars {
     this.plot = svg("g", { class: "bars" });
     this.svg = svg("svg", { width: "100%", height: HEIGHT, viewBox: `0 0 ${KEEP * BAR} ${HEIGHT}`, preserveAspectRatio: "none", role: "img", "aria-label": title, class: "stack" },
       svg("title", { text: title }), this.plot);
+    // keyboard: the chart is one tab stop; ←/→ (Home/End) pick a bar, Enter opens its cycle
+    this.picked = -1;
+    this.svg.setAttribute("tabindex", "0");
+    this.svg.setAttribute("aria-keyshortcuts", "ArrowLeft ArrowRight Home End Enter");
+    this.svg.addEventListener("keydown", (e) => this.key(e));
     this.caption = el("span", { class: "muted scale-note" });
     this.heading = el("span", { text: title });
     this.legend = el("ul", { class: "legend" });
     this.figure = el("figure", { class: "chart", id }, el("figcaption", {}, this.heading, " ", this.caption), this.svg, this.legend);
+  }
+
+  key(e) {
+    const n = this.bars.length;
+    if (!n) return;
+    let i = this.picked < 0 || this.picked >= n ? n - 1 : this.picked;
+    if (e.key === "ArrowLeft") i = Math.max(0, i - 1);
+    else if (e.key === "ArrowRight") i = Math.min(n - 1, i + 1);
+    else if (e.key === "Home") i = 0;
+    else if (e.key === "End") i = n - 1;
+    else if (e.key === "Enter" || e.key === " ") { e.preventDefault(); this.onClick(this.bars[i].row); return; }
+    else return;
+    e.preventDefault();
+    this.pick(i);
+  }
+
+  pick(i) {
+    this.bars[this.picked]?.g.classList.remove("picked");
+    this.picked = i;
+    const b = this.bars[i];
+    b.g.classList.add("picked");
+    this.svg.setAttribute("aria-label", `${this.title}: cycle ${b.row.cycle}, ${this.format(b.total)} (Enter opens it)`);
+    this.svg.dataset.picked = String(b.row.cycle);
   }
 
   total(r) { return Object.values(this.parts(r)).reduce((s, v) => s + (v || 0), 0); }
@@ -110,6 +138,7 @@ class LiveBars {
   reset(rows, keys) {
     this.setKeys(keys);
     this.bars = rows.slice(-KEEP).map((r) => this.bar(r));
+    this.picked = -1;
     this.top = clippedTop(this.bars.map((b) => b.total));
     for (const b of this.bars) this.shape(b);
     this.plot.replaceChildren(...this.bars.map((b) => b.g));
@@ -122,7 +151,7 @@ class LiveBars {
     const b = this.bar(r);
     this.bars.push(b);
     this.plot.append(b.g);
-    while (this.bars.length > KEEP) this.bars.shift().g.remove();
+    while (this.bars.length > KEEP) { this.bars.shift().g.remove(); if (this.picked > 0) this.picked--; }
     const want = clippedTop(this.bars.map((x) => x.total));
     const rescale = this.setKeys(keys) || !this.top || want > this.top || want < 0.5 * this.top;
     if (rescale) {
