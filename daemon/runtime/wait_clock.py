@@ -7,6 +7,11 @@ keeping each waiting job's first cycle; `waited_ms(job, last_cycle)` is then the
 (CycleOpened.now_ms) of the log's last cycle minus that of the first cycle of the current wait:
 0 for a job that started waiting in the last cycle, None for a job that does not wait.  The
 cycles' times are read once each (decision_cycles -> CycleOpened) and kept.
+
+The first call reads every explanation row of the index once (a keyset scan by seq, in pages);
+later calls only the rows appended since.  A row indexed before migration 0004 has no detail: it
+is taken as waiting (such logs predate the dashboard's wait column; its figure may then start
+early for a job that stopped and started waiting again).
 """
 
 from __future__ import annotations
