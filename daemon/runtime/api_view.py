@@ -477,7 +477,8 @@ class ReadOnlyView(_ViewBase):
         """Open `path` read-only and fold it; `freeze_gc` moves everything alive then (the projection)
         out of the cyclic GC's reach (gc.freeze; `fumarole serve` is a process of its own); `warm`
         freezes the cluster state once before returning, so that the first request (a dashboard's
-        first page over 10,000 jobs) does not wait for it (`fumarole serve` listens only then);
+        first page over 10,000 jobs) does not wait for it, nor for the first read of the jobs' wait times
+        (`fumarole serve` listens only then);
         `retry_for`: how long reads wait out a lost PostgreSQL database (None: for ever)."""
         event_log = await open_log(path, readonly=True, retry_for=retry_for)
         try:
@@ -489,6 +490,7 @@ class ReadOnlyView(_ViewBase):
         view._caught_up = projection.seq >= await event_log.last_seq()
         if warm:
             view.state.snapshot()
+            view.state.wait.advance(projection.seq)  # the jobs' wait times: one read of the index
         if freeze_gc:
             # The projection just folded is long-lived: keep the cyclic GC from traversing it on
             # every full collection (~0.2 s over a 1M-event log, a pause every request waits out).
