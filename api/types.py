@@ -7,6 +7,7 @@ import msgspec
 from store.events import CycleClosed, DecisionEvent, Event, ObservedEvent, PendingReason
 
 __all__ = [
+    "AheadRow",
     "BindStep",
     "CycleDetail",
     "CyclePage",
@@ -164,6 +165,12 @@ class TaskRow(msgspec.Struct, kw_only=True):
 
 
 class JobRow(msgspec.Struct, kw_only=True):
+    """A job (PodGroup) now.  `pending`: some of its pods wait (a Running job may have some);
+    `waited_ms`: the virtual time from the first cycle of its current wait to the log's last cycle
+    (null when it does not wait; daemon/runtime/wait_clock.py); `wait_reason`: the most important
+    reason code of its explanation ("" when none); `queue_exists`: false when its queue is not a
+    Queue the cluster has (the commonest typo)."""
+
     namespace: str
     name: str
     queue: str
@@ -172,6 +179,9 @@ class JobRow(msgspec.Struct, kw_only=True):
     tasks: int
     tasks_by_status: dict[str, int]
     pending: bool
+    waited_ms: int | None = None
+    wait_reason: str = ""
+    queue_exists: bool = True
 
 
 class JobList(msgspec.Struct, kw_only=True):
@@ -251,6 +261,16 @@ class JobHistory(msgspec.Struct, kw_only=True):
     listed: int
 
 
+class AheadRow(msgspec.Struct, kw_only=True):
+    """A waiting job of the same queue placed before this one (its recorded queue position)."""
+
+    namespace: str
+    name: str
+    position: int
+    phase: str
+    wait_reason: str
+
+
 class JobDetail(msgspec.Struct, kw_only=True):
     """A job (PodGroup) now: phase, conditions, tasks by status, why it waits (null when it does not),
     and its history: when and why it waited, when it was bound, evictions, phase changes."""
@@ -268,6 +288,12 @@ class JobDetail(msgspec.Struct, kw_only=True):
     explanation: Explanation | None
     folded_seq: int
     history: JobHistory
+    # as in JobRow; `ahead`: the waiting jobs of its queue recorded before it (by queue position,
+    # at most 50 listed; `ahead_total` counts them all)
+    waited_ms: int | None = None
+    queue_exists: bool = True
+    ahead: list[AheadRow] = msgspec.field(default_factory=list)
+    ahead_total: int = 0
 
 
 # ----------------------------------------------------------------------------- queues, nodes

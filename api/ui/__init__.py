@@ -2,12 +2,16 @@
 
 `mount_dashboard(app, view, jaeger_url=…)` adds to the API's application:
 
-* GET /ui/ and every GET /ui/<page> — the one HTML shell (api/ui/assets/index.html, with the Jaeger
+* GET /ui/ and GET /ui/<page> for each page of the dashboard (`PAGES`, the same list as the
+  router in assets/app.js) — the one HTML shell (api/ui/assets/index.html, with the Jaeger
   base URL in a <meta> tag); the ES modules under /ui/assets/ draw the page from the API's JSON;
 * GET /ui/assets/<file> — the modules, the style sheet and the icon, shipped as package data;
 * GET /ui/live — server-sent events from the log's tail (api/ui/live.py);
 * GET/POST /ui/login — the login form when the server requires a read token (api/ui/login.py);
 * GET / and GET /ui — a redirect to /ui/.
+
+Any other /ui/<path> answers 404 with the same shell, which then draws its "no such page" page
+(with links back): the status is right for a script or a crawler, the page right for a person.
 
 The dashboard is served by the same application as the API, so it has the same rules
 (api/access.py): the Host/Origin allow-list, and the read token when one is configured (the
@@ -18,6 +22,7 @@ loopback only when asked to (--allow-remote).
 from __future__ import annotations
 
 import html
+import re
 from pathlib import Path
 
 from aiohttp import web
@@ -35,6 +40,8 @@ _CSP = (
     "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
     "connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'"
 )
+# The dashboard's pages (keep in step with PAGES in assets/app.js); a name is one path segment.
+PAGES = re.compile(r"(?:queues|jobs|cycles|nodes|jobs/[^/]+/[^/]+|cycles/[0-9]+|nodes/[^/]+|queues/[^/]+)/?")
 _HEADERS = {
     "Content-Security-Policy": _CSP,
     "X-Content-Type-Options": "nosniff",
@@ -67,7 +74,11 @@ def mount_dashboard(
     app[FEED_KEY] = feed
 
     async def page(request: web.Request) -> web.Response:
-        return web.Response(body=shell, content_type="text/html", charset="utf-8", headers=_HEADERS)
+        tail = request.match_info.get("page", "")
+        status = 200 if tail == "" or PAGES.fullmatch(tail) else 404
+        return web.Response(
+            body=shell, status=status, content_type="text/html", charset="utf-8", headers=_HEADERS
+        )
 
     async def to_root(request: web.Request) -> web.StreamResponse:
         raise web.HTTPFound("/ui/")

@@ -95,12 +95,23 @@ def render_explanation(d: JobDetail) -> str:
     counts = ", ".join(f"{n} {s}" for s, n in d.tasks_by_status.items()) or "no pods"
     lines.append(f"tasks: {counts}")
     ex = d.explanation
+    if not d.queue_exists:
+        lines.append(f"queue {d.queue} does not exist: no session considers this job until it does")
     if ex is None:
-        lines.append("pending: no" if not d.pending else "pending: yes (no explanation recorded yet)")
+        if not d.queue_exists:
+            lines.append("pending: yes (its queue does not exist)" if d.pending else "pending: no")
+        else:
+            lines.append("pending: no" if not d.pending else "pending: yes (no explanation recorded yet)")
         lines.extend(render_history(d.history))
         return "\n".join(lines) + "\n"
     lines.append(f"pending: {ex.message}")
     lines.append(f"position in queue {d.queue}: {ex.queue_position}  (as of cycle {ex.cycle})")
+    if d.waited_ms is not None:
+        lines.append(f"waiting for {_duration(d.waited_ms)} (virtual time, to the log's last cycle)")
+    if d.ahead_total:
+        names = ", ".join(f"{a.namespace}/{a.name}" for a in d.ahead[:5])
+        more = f" and {d.ahead_total - 5} more" if d.ahead_total > 5 else ""
+        lines.append(f"ahead in its queue: {names}{more}")
     lines.append("reasons (most important first):")
     for r in ex.reasons:
         lines.append(f"  {r.rank + 1}. [{r.code}] {r.message}")

@@ -22,10 +22,21 @@ import anyio
 
 from api.decision_json import DEFAULT_CACHE_BYTES, DecisionJsonCache, decision_page_json, page_json
 from api.metrics import SchedulerMetrics
-from api.types import Explanation, GpuCard, JobDetail, JobHistory, JobRow, NodeRow, QueueRow, TaskRow
+from api.types import (
+    AheadRow,
+    Explanation,
+    GpuCard,
+    JobDetail,
+    JobHistory,
+    JobRow,
+    NodeRow,
+    QueueRow,
+    TaskRow,
+)
 from daemon.cache import Projection, load_projection
 from daemon.manifests.redaction import redact_event
 from daemon.runtime.job_history import JobHistoryReader
+from daemon.runtime.wait_clock import WaitClock
 from daemon.scheduler.model.job import JobInfo
 from daemon.scheduler.model.node import NodeInfo
 from daemon.scheduler.model.resources import finite_quantities
@@ -33,7 +44,7 @@ from daemon.scheduler.model.snapshot import ClusterSnapshot
 from daemon.scheduler.model.task import TaskStatus
 from daemon.scheduler.plugins.deviceshare_gpushare import GpuSharePool
 from store.backend import open_log
-from store.events import Event, QueueFigures
+from store.events import Event, JobExplained, QueueFigures
 from store.index import IndexReader, decision_query, open_readonly
 from store.log import CorruptEventError, LogClosedError, LogError, StoredEvent
 from store.postgres import PostgresEventLog
@@ -74,6 +85,7 @@ class StateReader:
     def __init__(self, projection: Projection, history: JobHistoryReader) -> None:
         self.projection = projection
         self.history = history
+        self.wait = WaitClock(history)
         self._seq = -1
         self._snap: ClusterSnapshot | None = None
         self._jobs: dict[str, JobInfo] = {}
@@ -94,6 +106,9 @@ class StateReader:
         self.snapshot()
         out: list[JobRow] = []
         explained = self.projection.explained
+        last = self.projection.last_cycle
+        self.wait.advance(self._seq)
+        queues = self._snap.queues if self._snap is not None else {}
         for uid, j in self._jobs.items():
             if queue is not None and j.queue != queue:
                 continue
@@ -110,9 +125,37 @@ class StateReader:
                     tasks=len(j.tasks),
                     tasks_by_status=by_status,
                     pending=uid in explained or "Pending" in by_status,
+                    waited_ms=self.wait.waited_ms(uid, last),
+                    wait_reason=_top_reason(explained.get(uid)),
+                    queue_exists=j.queue in queues,
                 )
             )
         return out
+
+    def ahead(self, uid: str, queue: str, limit: int = 50) -> tuple[list[AheadRow], int]:
+        """The waiting jobs of `queue` recorded before job `uid` (by their recorded queue position,
+        then name), at most `limit`, and how many there are."""
+        mine = self.projection.explained.get(uid)
+        if mine is None or not mine.queue_position:
+            return [], 0
+        rows = sorted(
+            (e.queue_position, k, e)
+            for k, e in self.projection.explained.items()
+            if k != uid and e.queue == queue and 0 < e.queue_position < mine.queue_position
+        )
+        out = []
+        for pos, k, e in rows[:limit]:
+            j = self._jobs.get(k)
+            out.append(
+                AheadRow(
+                    namespace=e.namespace,
+                    name=e.name,
+                    position=pos,
+                    phase=j.status.phase if j is not None else "",
+                    wait_reason=_top_reason(e),
+                )
+            )
+        return out, len(rows)
 
     def job(self, namespace: str, name: str) -> JobDetail | None:
         self.snapshot()
@@ -122,7 +165,12 @@ class StateReader:
             return None
         p = self.projection
         history = self.history.history(uid, upto_seq=p.seq, last_cycle=p.last_cycle)
-        return job_detail(j, p, p.seq, history)
+        d = job_detail(j, p, p.seq, history)
+        self.wait.advance(self._seq)
+        d.waited_ms = self.wait.waited_ms(uid, p.last_cycle)
+        d.queue_exists = self._snap is not None and j.queue in self._snap.queues
+        d.ahead, d.ahead_total = self.ahead(uid, j.queue)
+        return d
 
     def queues(self) -> list[QueueRow]:
         snap = self.snapshot()
@@ -168,6 +216,13 @@ class StateReader:
                 for n in snap.nodes
             ]
         return self._nodes
+
+
+def _top_reason(ev: JobExplained | None) -> str:
+    """The most important reason code of an explanation ("" for none)."""
+    if ev is None or not ev.reasons:
+        return ""
+    return min(ev.reasons, key=lambda r: r.rank).code
 
 
 def gpu_cards(node: NodeInfo) -> list[GpuCard]:
@@ -422,7 +477,8 @@ class ReadOnlyView(_ViewBase):
         """Open `path` read-only and fold it; `freeze_gc` moves everything alive then (the projection)
         out of the cyclic GC's reach (gc.freeze; `fumarole serve` is a process of its own); `warm`
         freezes the cluster state once before returning, so that the first request (a dashboard's
-        first page over 10,000 jobs) does not wait for it (`fumarole serve` listens only then);
+        first page over 10,000 jobs) does not wait for it, nor for the first read of the jobs' wait times
+        (`fumarole serve` listens only then);
         `retry_for`: how long reads wait out a lost PostgreSQL database (None: for ever)."""
         event_log = await open_log(path, readonly=True, retry_for=retry_for)
         try:
@@ -434,6 +490,7 @@ class ReadOnlyView(_ViewBase):
         view._caught_up = projection.seq >= await event_log.last_seq()
         if warm:
             view.state.snapshot()
+            view.state.wait.advance(projection.seq)  # the jobs' wait times: one read of the index
         if freeze_gc:
             # The projection just folded is long-lived: keep the cyclic GC from traversing it on
             # every full collection (~0.2 s over a 1M-event log, a pause every request waits out).

@@ -228,6 +228,14 @@ class JobHistoryReader:
                 out[(int(a), int(b))] = (int(n), int(last) if last is not None else int(a), now)
         return out
 
+    def rows(self, sql: str, params: Sequence[Any]) -> list[Any]:
+        """The rows of a read-only statement on the decision index (LogError when it fails)."""
+        return self._rows(sql, params)
+
+    def opened_at(self, cycle: int) -> int | None:
+        """The virtual time (CycleOpened.now_ms) of `cycle`, None when the log does not hold it."""
+        return self._opened_at(cycle)
+
     def _opened_at(self, cycle: int) -> int | None:
         sql, params = decision_query(cycle=cycle, types=("cycle.opened",), limit=1)
         for seq, tag, v, _key, body in self._rows(sql, params):

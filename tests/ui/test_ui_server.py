@@ -43,9 +43,12 @@ async def client(history: Path, tmp_path: Path, aiohttp_client: Any) -> AsyncIte
 
 
 async def test_every_page_is_the_shell_with_the_jaeger_url(client: Any) -> None:
-    for path in ("/ui/", "/ui/queues", "/ui/jobs/ns/name", "/ui/cycles/3", "/ui/nodes", "/ui/no/such/page"):
+    pages = ("/ui/", "/ui/queues", "/ui/jobs/ns/name", "/ui/cycles/3", "/ui/nodes", "/ui/jobs/")
+    unknown = ("/ui/no/such/page", "/ui/job", "/ui/cycles/x", "/ui/jobs/a/b/c", "/ui/queuesx")
+    for path in pages + unknown:
         r = await client.get(path)
-        assert r.status == 200, path
+        # an unknown page answers 404, with the shell: it draws the "no such page" page
+        assert r.status == (404 if path in unknown else 200), path
         assert r.content_type == "text/html"
         text = await r.text()
         assert f'<meta name="fumarole-jaeger-url" content="{JAEGER}">' in text

@@ -1,7 +1,7 @@
 // The dashboard shell: a router over /ui/<page> (History API), the live feed (server-sent events
 // from /ui/live) and the life cycle of the current page (render, live updates, refresh, teardown).
 
-import { fill, el } from "./util.js";
+import { fill, el, link } from "./util.js";
 
 const PAGES = [
   [/^$/, "queues"],
@@ -12,6 +12,7 @@ const PAGES = [
   [/^cycles\/([0-9]+)$/, "cycle"],
   [/^nodes$/, "nodes"],
 ];
+// (the server answers 404 for any other /ui/ path: PAGES in api/ui/__init__.py)
 const REFRESH_MIN_MS = 2000; // a page re-reads the API at most this often on live cycles
 
 const main = document.getElementById("main");
@@ -28,9 +29,15 @@ function route(pathname) {
   const tail = pathname.replace(/^\/ui\/?/, "").replace(/\/$/, "");
   for (const [re, name] of PAGES) {
     const m = re.exec(tail);
-    if (m) return { name, params: m.slice(1).map(decodeURIComponent) };
+    if (!m) continue;
+    try {
+      return { name, params: m.slice(1).map(decodeURIComponent) };
+    } catch {
+      // a malformed % escape (a truncated or hand-edited link): say so instead of a blank page
+      return { name: "missing", params: [tail], missing: { kind: "bad-escape" } };
+    }
   }
-  return { name: "missing", params: [tail] };
+  return { name: "missing", params: [tail], missing: { kind: "page" } };
 }
 
 export function navigate(href, { replace = false } = {}) {
@@ -57,7 +64,7 @@ async function show() {
     current.controller.abort();
     current.page?.destroy?.();
   }
-  const { name, params } = route(location.pathname);
+  const { name, params, missing } = route(location.pathname);
   for (const a of document.querySelectorAll("[data-nav]")) {
     const on = a.dataset.nav === name || a.dataset.nav === `${name}s`;
     if (on) a.setAttribute("aria-current", "page");
@@ -71,19 +78,54 @@ async function show() {
   try {
     const module = await import(`./pages/${name === "missing" ? "missing" : name}.js`);
     const ctx = {
-      params, query: new URLSearchParams(location.search), signal: controller.signal, config, lastCycle,
+      params, query: new URLSearchParams(location.search), signal: controller.signal, config, lastCycle, missing,
     };
-    const page = await module.render(main, ctx);
+    let page;
+    try {
+      page = await module.render(main, ctx);
+    } catch (err) {
+      // a job or a cycle the log does not hold: the "no such …" page, with ways back
+      if (err.status !== 404 || (name !== "job" && name !== "cycle")) throw err;
+      if (gen !== generation) return;
+      const miss = await import("./pages/missing.js");
+      page = await miss.render(main, { ...ctx, missing: { kind: name, detail: err.message } });
+    }
     if (gen !== generation) return;
     current.page = page || {};
+    if (source && source.readyState === EventSource.OPEN) clearStale();
     document.title = `${main.querySelector("h1")?.textContent || "Dashboard"} · Fumarole`;
     markReady(t0);
   } catch (err) {
     if (gen !== generation || err.name === "AbortError") return;
     fill(main, el("div", { class: "error", role: "alert" },
-      el("h1", { text: "Could not load this page" }), el("p", { text: String(err.message || err) })));
+      el("h1", { text: "Could not load this page" }), el("p", { text: String(err.message || err) }),
+      el("p", { class: "muted" }, "The page loads again by itself once the API answers (it retries when the live feed reconnects). ",
+        el("button", { type: "button", id: "retry", class: "linkish", on: { click: () => show() } }, "Retry now"), " or go to ",
+        link("/ui/queues", "the queues"), ".")));
     main.dataset.ready = "error";
+    current.failed = true;
   }
+}
+
+// ---------------------------------------------------------------- stale data
+// When a re-read fails, or the live feed is down, what the page shows may be out of date: a banner
+// says so (and since when); it goes once a re-read succeeds with the feed up.
+const banner = el("p", { id: "stale", class: "stale", role: "status", hidden: true });
+main.before(banner);
+let staleSince = null;
+
+function markStale(why) {
+  if (!current || current.failed || main.dataset.ready !== "1") return;
+  if (staleSince === null) staleSince = new Date();
+  main.dataset.stale = "1";
+  banner.hidden = false;
+  banner.textContent = `Possibly out of date: ${why}. What is shown was read at ${staleSince.toLocaleTimeString()} or before.`;
+}
+
+function clearStale() {
+  staleSince = null;
+  delete main.dataset.stale;
+  banner.hidden = true;
 }
 
 let firstShow = true;
@@ -105,14 +147,21 @@ async function refresh() {
   c.refreshing = true;
   c.lastRefresh = performance.now();
   const focused = focusKey();
+  // what the user opened stays open: <details> with an id, reopened after the redraw
+  const opened = [...main.querySelectorAll("details[id][open]")].map((d) => d.id);
   try {
     const t0 = performance.now();
     await c.page.refresh();
     c.renderMs = performance.now() - t0; // the next re-read waits 10 times as long as this one took
+    for (const id of opened) { const d = document.getElementById(id); if (d) d.open = true; }
     main.dataset.refreshed = String(Number(main.dataset.refreshed || 0) + 1);
     if (focused && !main.contains(document.activeElement)) refocus(focused);
+    if (source && source.readyState === EventSource.OPEN) clearStale();
   } catch (err) {
-    if (err.name !== "AbortError") console.warn("refresh failed:", err.message || err);
+    if (err.name !== "AbortError") {
+      console.warn("refresh failed:", err.message || err);
+      markStale("the API did not answer the last re-read");
+    }
   } finally {
     c.refreshing = false;
   }
@@ -163,6 +212,8 @@ function setStatus(text, state) {
 }
 
 function caughtUp(lastServerCycle, reconnected) {
+  if (current?.failed) { show(); return; } // an error page: the API answers again, load the page
+  if (reconnected) clearStale();
   const page = current?.page;
   const warn = (err) => { if (err.name !== "AbortError") console.warn("catching up failed:", err.message || err); };
   if (page?.catchUp) page.catchUp(lastServerCycle).catch(warn);
@@ -197,6 +248,7 @@ function connect() {
   source.addEventListener("error", () => {
     source?.close();
     source = null;
+    markStale("the live feed is disconnected");
     scheduleReconnect();
   });
 }

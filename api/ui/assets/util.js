@@ -139,6 +139,38 @@ export function jobHref(ns, name) {
   return `/ui/jobs/${encodeURIComponent(ns)}/${encodeURIComponent(name)}`;
 }
 
+/** A node's link: the nodes page with that node open. */
+export function nodeHref(node) {
+  return `/ui/nodes?node=${encodeURIComponent(node)}`;
+}
+
+/** A node name as a link to it ("–" for none). */
+export function nodeLink(node) {
+  return node ? link(nodeHref(node), node, { class: "node-link" }) : "–";
+}
+
+/** A pod "namespace/name" as a link to its job's page (`job` "namespace/name"), at the pod's task row. */
+export function podLink(pod, job) {
+  const [ns, ...rest] = job.split("/");
+  const name = pod.includes("/") ? pod.split("/").slice(1).join("/") : pod;
+  return link(`${jobHref(ns, rest.join("/"))}#task-${encodeURIComponent(name)}`, pod, { class: "pod-link" });
+}
+
+// The reason codes an explanation records (daemon/runtime/cycle.py REASON_CODES), most important
+// first, with the short label the dashboard shows for each.
+export const REASONS = [
+  ["queue-missing", "queue missing"], ["queue-closed", "queue closed"], ["enqueue-rejected", "not admitted (enqueue)"],
+  ["not-enqueued", "not enqueued"], ["job-invalid", "invalid"], ["predicates-failed", "predicates"],
+  ["queue-capability", "queue capability"], ["queue-overused", "queue overused"], ["gang-unsatisfied", "gang"],
+  ["pipelined", "pipelined"], ["best-effort", "best effort"], ["gang-stopped", "gang stopped"],
+  ["not-reached", "not reached"], ["other", "other"],
+];
+const REASON_LABEL = new Map(REASONS);
+
+export function reasonLabel(code) {
+  return REASON_LABEL.get(code) || code;
+}
+
 export function cycleHref(cycle) {
   return `/ui/cycles/${cycle}`;
 }
@@ -148,7 +180,7 @@ export function heading(title, ...rest) {
 }
 
 /** A table whose header cells sort it: columns [{key, label, value(row), render(row), numeric}]. */
-export function sortableTable({ columns, rows, sort, onSort, caption, rowAttrs }) {
+export function sortableTable({ columns, rows, sort, onSort, caption, rowAttrs, id }) {
   const thead = el("thead", {}, el("tr", {}, columns.map((c) => {
     const active = sort && sort.key === c.key;
     const dir = active ? (sort.desc ? "descending" : "ascending") : "none";
@@ -156,7 +188,13 @@ export function sortableTable({ columns, rows, sort, onSort, caption, rowAttrs }
     if (c.value) {
       th.append(el("button", {
         type: "button", class: "sort", dataset: { key: c.key },
-        on: { click: () => onSort({ key: c.key, desc: active ? !sort.desc : !!c.numeric }) },
+        on: { click: (e) => {
+          const table = e.currentTarget.closest("table");
+          const at = table?.id ? `#${CSS.escape(table.id)} ` : "";
+          onSort({ key: c.key, desc: active ? !sort.desc : !!c.numeric });
+          // the table was redrawn: give the keyboard focus back to the same header button
+          document.querySelector(`${at}button.sort[data-key="${CSS.escape(c.key)}"]`)?.focus({ preventScroll: true });
+        } },
       }, c.label, el("span", { class: "arrow", "aria-hidden": "true", text: active ? (sort.desc ? "▼" : "▲") : "" })));
     } else th.textContent = c.label;
     return th;
@@ -172,7 +210,7 @@ export function sortableTable({ columns, rows, sort, onSort, caption, rowAttrs }
     frag.append(tr);
   }
   tbody.append(frag);
-  return el("table", { class: "grid" }, caption ? el("caption", { text: caption }) : null, thead, tbody);
+  return el("table", { class: "grid", id }, caption ? el("caption", { text: caption }) : null, thead, tbody);
 }
 
 const COLLATOR = new Intl.Collator(undefined, { numeric: true }); // j2 before j10

@@ -1,8 +1,9 @@
-// One cycle: when it ran, its duration by action, its decisions, and its trace in Jaeger.
+// One cycle: when it ran, its duration by action, its decisions (a type filter the server applies to the
+// whole cycle, paged), and its trace in Jaeger.
 
 import { ACTION_COLOURS } from "../charts.js";
 import { traceHref } from "./cycles.js";
-import { at, fill, cycleHref, el, getJSON, heading, jobHref, link, seconds } from "../util.js";
+import { at, fill, cycleHref, el, getJSON, heading, jobHref, link, nodeLink, seconds } from "../util.js";
 
 function describe(type, e) {
   switch (type) {
@@ -24,37 +25,73 @@ function jobOf(type, e) {
   return "";
 }
 
+const TYPES = ["cycle.opened", "decision.bind", "decision.evict", "decision.pipeline", "decision.podgroup_status",
+  "decision.job_explained", "decision.queue_figures", "cycle.closed"]; // the decision index's types (store/index.py)
+const PAGE = 1000;
+
+function describeParts(type, e) {
+  // the description with the node a link to it
+  if (e.node && (type === "decision.bind" || type === "decision.evict" || type === "decision.pipeline")) {
+    const text = describe(type, e);
+    const i = text.indexOf(e.node);
+    return [text.slice(0, i), nodeLink(e.node), text.slice(i + e.node.length)];
+  }
+  return [describe(type, e)];
+}
+
 export async function render(main, ctx) {
   const id = Number(ctx.params[0]);
-  const d = await getJSON(`/v1/cycles/${id}?limit=1000`, ctx.signal);
+  const [d, newest] = await Promise.all([
+    getJSON(`/v1/cycles/${id}?limit=${PAGE}`, ctx.signal),
+    getJSON("/v1/cycles?latest=1", ctx.signal),
+  ]);
+  const lastCycle = newest.items.length ? newest.items[newest.items.length - 1].cycle : id;
   const c = d.cycle;
   const closed = c.closed;
-  const decisions = [...d.decisions];
-  const list = el("tbody");
-  const typeSel = el("select", { id: "f-type" }, el("option", { value: "", text: "all" }));
-  const more = el("button", { type: "button", hidden: !d.next_since }, "more decisions");
+  let decisions = [...d.decisions];
   let next = d.next_since;
+  const list = el("tbody");
+  const typeSel = el("select", { id: "f-type" }, el("option", { value: "", text: "all" }), TYPES.map((t) => el("option", { value: t, text: t })));
+  const more = el("button", { type: "button", id: "more-decisions", hidden: !next }, "more decisions");
+  const count = el("p", { id: "decisions-count", class: "muted", role: "status" });
 
   function drawRows() {
-    const t = typeSel.value;
-    fill(list, ...decisions.filter((r) => !t || r.type === t).map((r) => {
+    fill(list, ...decisions.map((r) => {
       const job = jobOf(r.type, r.event);
       const [ns, ...rest] = job.split("/");
       return el("tr", { dataset: { type: r.type } }, el("td", { class: "num", text: String(r.seq) }),
         el("td", {}, el("span", { class: `badge kind-${r.type.split(".").pop()}`, text: r.type.replace("decision.", "") })),
         el("td", {}, job ? link(jobHref(ns, rest.join("/")), job) : "–"),
-        el("td", { text: describe(r.type, r.event) }));
+        el("td", {}, describeParts(r.type, r.event)));
     }));
-    const types = [...new Set(decisions.map((r) => r.type))].sort();
-    const have = new Set([...typeSel.options].map((o) => o.value));
-    for (const ty of types) if (!have.has(ty)) typeSel.append(el("option", { value: ty, text: ty }));
-  }
-  typeSel.addEventListener("change", drawRows);
-  more.addEventListener("click", async () => {
-    const page = await getJSON(`/v1/cycles/${id}?limit=1000&since=${next}`, ctx.signal);
-    decisions.push(...page.decisions);
-    next = page.next_since;
+    const t = typeSel.value;
+    const what = t ? `${t} decisions` : "decisions";
+    count.textContent = !decisions.length ? `This cycle has no ${what}.`
+      : next ? `The first ${decisions.length} ${what} of this cycle (the filter searches them all, on the server); more follow.`
+        : `All ${decisions.length} ${what} of this cycle.`;
     more.hidden = !next;
+  }
+
+  // a type filter asks the server (the decision index) for that type in the whole cycle, page by page
+  function url(since) {
+    const t = typeSel.value;
+    return t ? `/v1/decisions?cycle=${id}&type=${encodeURIComponent(t)}&limit=${PAGE}${since ? `&since=${since}` : ""}`
+      : `/v1/cycles/${id}?limit=${PAGE}${since ? `&since=${since}` : ""}`;
+  }
+  async function read(since) {
+    const page = await getJSON(url(since), ctx.signal);
+    return { rows: page.decisions || page.items, next: page.next_since };
+  }
+  typeSel.addEventListener("change", async () => {
+    const page = await read(null);
+    decisions = page.rows;
+    next = page.next;
+    drawRows();
+  });
+  more.addEventListener("click", async () => {
+    const page = await read(next);
+    decisions.push(...page.rows);
+    next = page.next;
     drawRows();
   });
 
@@ -63,9 +100,10 @@ export async function render(main, ctx) {
   const trace = c.trace_id
     ? el("a", { id: "jaeger-link", href: traceHref(ctx.config, c.trace_id), rel: "noopener", target: "_blank" }, `Open trace ${c.trace_id} in Jaeger`)
     : el("span", { id: "jaeger-link", class: "muted", text: "No trace recorded (tracing was off for this cycle)." });
-  fill(main, 
+  fill(main,
     heading(`Cycle ${id}`, el("nav", { class: "back", "aria-label": "Other cycles" },
-      id > 1 ? link(cycleHref(id - 1), "← previous") : null, " ", link("/ui/cycles", "all cycles"), " ", link(cycleHref(id + 1), "next →"))),
+      id > 1 ? link(cycleHref(id - 1), "← previous") : null, " ", link("/ui/cycles", "all cycles"), " ",
+      id < lastCycle ? link(cycleHref(id + 1), "next →", { id: "next-cycle" }) : el("span", { class: "muted", id: "next-cycle", text: "(the newest cycle)" }))),
     el("dl", { class: "facts" },
       el("dt", { text: "Virtual time" }), el("dd", { text: `t=${at(c.now_ms)}` }),
       el("dt", { text: "Watermark" }), el("dd", { text: `log seq ${c.watermark}` }),
@@ -79,6 +117,7 @@ export async function render(main, ctx) {
       el("ul", { class: "legend" }, split.map(([a, v]) => el("li", {}, el("span", { class: "swatch", style: { background: ACTION_COLOURS[a] || "#888" } }), `${a} ${seconds(v)}`)))) : null,
     el("section", {}, el("h2", { text: "Decisions" }),
       el("p", {}, el("label", { for: "f-type" }, "Type ", typeSel)),
+      count,
       el("table", { class: "grid" }, el("thead", {}, el("tr", {}, ["Seq", "Type", "Job", "Decision"].map((t) => el("th", { scope: "col", text: t })))), list),
       more));
   drawRows();

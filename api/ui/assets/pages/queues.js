@@ -17,7 +17,7 @@ export async function render(main, ctx) {
     for (const j of jobs.items) {
       const c = counts.get(j.queue) || { pending: 0, running: 0, jobs: 0 };
       c.jobs++;
-      if (j.pending) c.pending++;
+      if (j.pending && j.phase !== "Running") c.pending++; // a Running job with a few pods pending does not wait
       if (j.phase === "Running") c.running++;
       counts.set(j.queue, c);
     }
