@@ -137,7 +137,7 @@ def test_volcano_should_add_to_shadow_cache(
 ) -> None:
     plugin = up.UsagePlugin({})
     plugin.now = NOW
-    plugin.metrics_interval = 120.0  # Volcano's test passes 2m... its recent start is 1m ago
+    plugin.metrics_interval = 300.0  # Volcano's test passes 5m
     t = mk_task("j", "t", status=status, node=node, pod=PodFacts(start_time=start))
     assert plugin.is_shadow(t) is expected
 
