@@ -20,10 +20,13 @@ from __future__ import annotations
 import math
 import re
 
+from typing import Any
+
+from daemon.manifests.fields import Doc
 from daemon.manifests.objects import Entry
 from daemon.scheduler.model.node_usage import NODE_METRICS_PERIOD, NodeUsage
 
-__all__ = ["CPU_KEY", "MEMORY_KEY", "SCRIPT_KEY", "TIME_KEY", "UsageSample", "node_usage_of", "usage_script"]
+__all__ = ["CPU_KEY", "MEMORY_KEY", "SCRIPT_KEY", "TIME_KEY", "UsageSample", "node_usage_of", "source_usage_script", "usage_script"]
 
 CPU_KEY = "usage.fumarole.io/cpu"
 MEMORY_KEY = "usage.fumarole.io/memory"
@@ -105,3 +108,13 @@ def usage_script(e: Entry) -> list[UsageSample]:
             e.doc.fail(where, f"offset {words[0]} is before the entry before it")
         out.append((at, values["cpu"], values["memory"]))
     return out
+
+
+def source_usage_script(file: str, index: int, obj: Any) -> list[UsageSample]:
+    """`usage_script` of a Node read from `file` (document `index`); [] for other objects."""
+    if not isinstance(obj, dict) or obj.get("kind") != "Node":
+        return []
+    meta = obj.get("metadata")
+    name = meta.get("name") if isinstance(meta, dict) else None
+    name = name if isinstance(name, str) else ""
+    return usage_script(Entry(Doc(file, index, f"Node {name}"), "", "Node", name, "", obj))
