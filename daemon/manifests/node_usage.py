@@ -19,14 +19,22 @@ from __future__ import annotations
 
 import math
 import re
-
 from typing import Any
 
 from daemon.manifests.fields import Doc
 from daemon.manifests.objects import Entry
 from daemon.scheduler.model.node_usage import NODE_METRICS_PERIOD, NodeUsage
 
-__all__ = ["CPU_KEY", "MEMORY_KEY", "SCRIPT_KEY", "TIME_KEY", "UsageSample", "node_usage_of", "source_usage_script", "usage_script"]
+__all__ = [
+    "CPU_KEY",
+    "MEMORY_KEY",
+    "SCRIPT_KEY",
+    "TIME_KEY",
+    "UsageSample",
+    "node_usage_of",
+    "source_usage_script",
+    "usage_script",
+]
 
 CPU_KEY = "usage.fumarole.io/cpu"
 MEMORY_KEY = "usage.fumarole.io/memory"

@@ -72,7 +72,9 @@ async def poll(prom: Prom) -> list[NodeUsageObserved]:
     gen = serve(prom)
     address = await gen.__anext__()
     try:
-        src = PrometheusSource(MetricsSettings(address), lambda: ["n2", "n1", "n1"], clock=lambda: 1_700_000_000_123)
+        src = PrometheusSource(
+            MetricsSettings(address), lambda: ["n2", "n1", "n1"], clock=lambda: 1_700_000_000_123
+        )
         events = await src.poll()
     finally:
         await gen.aclose()
@@ -119,9 +121,13 @@ def test_metrics_section() -> None:
     assert metrics_settings({"type": "elasticsearch", "address": "http://es"}) is None
     s = metrics_settings({"type": "prometheus", "address": "http://p:9090/", "interval": "45s"})
     assert s == MetricsSettings("http://p:9090", 45.0, False)
-    s = metrics_settings({"type": "prometheus", "address": "https://p", "interval": "bad", "tls.insecureSkipVerify": "true"})
+    s = metrics_settings(
+        {"type": "prometheus", "address": "https://p", "interval": "bad", "tls.insecureSkipVerify": "true"}
+    )
     assert s == MetricsSettings("https://p", 30.0, True)
-    assert metrics_settings({"type": "prometheus", "address": "http://p", "interval": "-1s"}) == MetricsSettings("http://p", 30.0)
+    assert metrics_settings(
+        {"type": "prometheus", "address": "http://p", "interval": "-1s"}
+    ) == MetricsSettings("http://p", 30.0)
     with pytest.raises(MetricsConfError, match=r"conf.yaml: metrics.address: required"):
         metrics_settings({"type": "prometheus"}, "conf.yaml")
     with pytest.raises(MetricsConfError, match=r"metrics.type: 'graphite'"):

@@ -56,7 +56,9 @@ def test_scripted_usage_is_logged_steers_decisions_and_replays_identically(tmp_p
     conf = tmp_path / "sched.yaml"
     conf.write_text(CONF)
     data = tmp_path / "data"
-    p = run_daemon("--data-dir", str(data), "--cluster", str(c), "--workload", str(w), "--conf", str(conf), "--no-api")
+    p = run_daemon(
+        "--data-dir", str(data), "--cluster", str(c), "--workload", str(w), "--conf", str(conf), "--no-api"
+    )
     assert p.returncode == 0, p.stdout + p.stderr
     rows = read_log(data / "fumarole.db")
     usage = [r.event for r in rows if isinstance(r.event, NodeUsageObserved)]

@@ -68,13 +68,17 @@ class MetricsSettings:
     insecure_skip_verify: bool = False
 
 
-def metrics_settings(metrics: Mapping[str, str], source: str = "scheduler configuration") -> MetricsSettings | None:
+def metrics_settings(
+    metrics: Mapping[str, str], source: str = "scheduler configuration"
+) -> MetricsSettings | None:
     """The Prometheus settings of a `metrics:` section, or None when nothing is to be collected."""
     kind = metrics.get("type", "")
     if not kind:
         return None
     if kind in _NOT_IMPLEMENTED:
-        log.warning("%s: metrics.type %s is not implemented by Fumarole; node usage is not collected", source, kind)
+        log.warning(
+            "%s: metrics.type %s is not implemented by Fumarole; node usage is not collected", source, kind
+        )
         return None
     if kind != "prometheus":
         raise MetricsConfError(
@@ -159,7 +163,7 @@ class PrometheusSource:
                     async with http.get(url, params=form) as again:
                         return _first_vector_value(await again.json(content_type=None))
                 return _first_vector_value(await resp.json(content_type=None))
-        except (aiohttp.ClientError, asyncio.TimeoutError, ValueError) as e:
+        except (TimeoutError, aiohttp.ClientError, ValueError) as e:
             self.failures += 1
             log.warning("querying Prometheus at %s: %s", self.settings.address, e or type(e).__name__)
             return None
@@ -168,10 +172,12 @@ class PrometheusSource:
         """One round: every node's CPU and memory averages, stamped with the clock at the start."""
         at = self.clock()
         names = sorted(set(self.nodes()))
-        ssl_ctx: ssl.SSLContext | bool = False if self.settings.insecure_skip_verify else True
+        ssl_ctx: ssl.SSLContext | bool = not self.settings.insecure_skip_verify
         timeout = aiohttp.ClientTimeout(total=QUERY_TIMEOUT_S)
         out: list[ObservedEvent] = []
-        async with aiohttp.ClientSession(timeout=timeout, connector=aiohttp.TCPConnector(ssl=ssl_ctx)) as http:
+        async with aiohttp.ClientSession(
+            timeout=timeout, connector=aiohttp.TCPConnector(ssl=ssl_ctx)
+        ) as http:
             for node in names:
                 cpu = await self._query(http, cpu_query(node), at)
                 mem = await self._query(http, memory_query(node), at)

@@ -175,9 +175,9 @@ class Simulator:
         # Scripted node usage (usage.fumarole.io/script on cluster Nodes): (at ms, node, cpu, mem)
         # by time, then cluster order; observed as NodeUsageObserved sampled at that time.
         script: list[tuple[int, int, str, float, float]] = []
-        for pos, (f, i, o) in enumerate(self._cluster):
-            for at, cpu, mem in source_usage_script(f, i, o):
-                script.append((at, pos, o["metadata"]["name"], cpu, mem))
+        for pos, (f, i, obj) in enumerate(self._cluster):
+            for at, cpu, mem in source_usage_script(f, i, obj):
+                script.append((at, pos, obj["metadata"]["name"], cpu, mem))
         script.sort(key=lambda x: (x[0], x[1]))
         self._usage_script = [(at, node, cpu, mem) for at, _pos, node, cpu, mem in script]
         self._request_cache: dict[str, Resource] = {}

@@ -59,7 +59,9 @@ def _parse_threshold(raw: Mapping[str, Any], into: dict[str, float], where: str,
     values: dict[str, int] = {}
     for k, v in raw.items():
         if not isinstance(v, int) or isinstance(v, bool):
-            warnings.append(f"rescheduling: {where}.{k}: expected an integer, got {v!r}; ignored (Volcano would crash)")
+            warnings.append(
+                f"rescheduling: {where}.{k}: expected an integer, got {v!r}; ignored (Volcano would crash)"
+            )
             continue
         values[str(k)] = v
     for key in ("cpu", "memory", "pod"):
@@ -125,7 +127,9 @@ def parse_arguments(arguments: Mapping[str, Any], warnings: list[str]) -> Resche
             name = entry.get("name", "")
             params = entry.get("params")
             if not isinstance(name, str) or (params is not None and not isinstance(params, Mapping)):
-                warnings.append(f"rescheduling: strategies[{i}]: name must be a string, params a mapping; skipped")
+                warnings.append(
+                    f"rescheduling: strategies[{i}]: name must be a string, params a mapping; skipped"
+                )
                 continue
             conf.strategies.append(Strategy(name, params))
     return conf
@@ -152,7 +156,12 @@ def _qos_rank(task: TaskInfo) -> int:
         return 0
     if task.pod is not None:
         cpu_lim, mem_lim = task.pod.cpu_mem_limits
-        if cpu_lim > 0 and mem_lim > 0 and cpu_lim == float(task.resreq.cpu) and mem_lim == float(task.resreq.memory):
+        if (
+            cpu_lim > 0
+            and mem_lim > 0
+            and cpu_lim == float(task.resreq.cpu)
+            and mem_lim == float(task.resreq.memory)
+        ):
             return 2
     return 1
 
@@ -191,7 +200,9 @@ def low_node_utilization(
             nu.utilization[r] < conf.thresholds[r] for r in _RESOURCES if r in conf.thresholds
         ):
             low.append(nu)
-        elif any(nu.utilization[r] > conf.target_thresholds[r] for r in _RESOURCES if r in conf.target_thresholds):
+        elif any(
+            nu.utilization[r] > conf.target_thresholds[r] for r in _RESOURCES if r in conf.target_thresholds
+        ):
             high.append(nu)
     if not low or len(low) == len(ssn.node_list) or not high:
         return []
@@ -202,7 +213,9 @@ def low_node_utilization(
             budget[r] -= _to_amount(r, nu.utilization[r], nu.node)
 
     def keep_going(nu: NodeUtilization) -> bool:
-        over = any(nu.utilization[r] >= conf.target_thresholds[r] for r in _RESOURCES if r in conf.target_thresholds)
+        over = any(
+            nu.utilization[r] >= conf.target_thresholds[r] for r in _RESOURCES if r in conf.target_thresholds
+        )
         return over and all(v != 0 for v in budget.values())
 
     high.sort(key=lambda nu: nu.node.name)
@@ -228,7 +241,9 @@ def low_node_utilization(
 StrategyFn = Callable[[Session, Any, str, list[TaskInfo], list[str]], list[TaskInfo]]
 
 
-def _lnu(ssn: Session, params: Any, period: str, tasks: list[TaskInfo], warnings: list[str]) -> list[TaskInfo]:
+def _lnu(
+    ssn: Session, params: Any, period: str, tasks: list[TaskInfo], warnings: list[str]
+) -> list[TaskInfo]:
     return low_node_utilization(ssn, parse_lnu(params, warnings), period, tasks)
 
 

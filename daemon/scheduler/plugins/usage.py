@@ -207,7 +207,7 @@ class UsagePlugin:
     # ------------------------------------------------------------------ helpers
     def fresh(self, node: str) -> bool:
         """isMetricsAvailable: sampled within the last 5 minutes of `now`."""
-        return not self.period == "" and node_usage(self.usages, node).age(self.now) <= METRICS_ACTIVE_SECONDS
+        return self.period != "" and node_usage(self.usages, node).age(self.now) <= METRICS_ACTIVE_SECONDS
 
     def composites(self, node: NodeInfo) -> tuple[float, float]:
         u = node_usage(self.usages, node.name)
@@ -289,7 +289,9 @@ class UsagePlugin:
                 reason = NODE_USAGE_MEMORY_EXTEND
             else:
                 return None
-            return fit_error(task.namespace, task.name, node.name, Code.UNSCHEDULABLE_AND_UNRESOLVABLE, reason)
+            return fit_error(
+                task.namespace, task.name, node.name, Code.UNSCHEDULABLE_AND_UNRESOLVABLE, reason
+            )
 
         def node_order(task: TaskInfo, node: NodeInfo) -> float:
             if not self.fresh(node.name):

@@ -31,7 +31,9 @@ def nu(cpu: float, mem: float) -> NodeUsage:
     return NodeUsage(cpu={"10m": cpu}, memory={"10m": mem}, metrics_time=NOW)
 
 
-def evicted(args: dict[str, Any], usages: dict[str, NodeUsage], *, previous: float | None = NOW - 1) -> list[str]:
+def evicted(
+    args: dict[str, Any], usages: dict[str, NodeUsage], *, previous: float | None = NOW - 1
+) -> list[str]:
     nodes = [mk_node("n1", cpu="4", memory="8Gi"), mk_node("n2", cpu="4", memory="8Gi")]
     job = mk_job("j", namespace="c1")
     for name, prio in (("a", 5), ("b", 1), ("c", 3), ("d", 9)):
@@ -93,7 +95,11 @@ def test_time_to_run(interval: float, now: float, previous: float | None, expect
 def test_argument_parsing_as_volcano() -> None:
     w: list[str] = []
     c = rs.parse_arguments({}, w)
-    assert (c.interval_s, c.metrics_period, [s.name for s in c.strategies]) == (300, "5m", ["lowNodeUtilization"])
+    assert (c.interval_s, c.metrics_period, [s.name for s in c.strategies]) == (
+        300,
+        "5m",
+        ["lowNodeUtilization"],
+    )
     c = rs.parse_arguments({"interval": "bad", "metricsPeriod": "", "strategies": "x"}, w)
     assert (c.interval_s, c.metrics_period, len(c.strategies)) == (300, "5m", 1)
     assert w == []

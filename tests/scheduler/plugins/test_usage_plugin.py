@@ -193,8 +193,16 @@ def test_volcano_generic_strings_keep_defaults() -> None:
 
 
 def test_volcano_out_of_range_and_negative_keep_defaults() -> None:
-    p = up.UsagePlugin({"usage.weight": -1, "cpu.weight": -1, "memory.weight": -1, "thresholds": {"cpu": -1, "mem": 101}})
-    assert (p.usage_weight, p.cpu_weight, p.memory_weight, p.cpu_threshold, p.mem_threshold) == (5, 1, 1, 80, 80)
+    p = up.UsagePlugin(
+        {"usage.weight": -1, "cpu.weight": -1, "memory.weight": -1, "thresholds": {"cpu": -1, "mem": 101}}
+    )
+    assert (p.usage_weight, p.cpu_weight, p.memory_weight, p.cpu_threshold, p.mem_threshold) == (
+        5,
+        1,
+        1,
+        80,
+        80,
+    )
 
 
 @pytest.mark.parametrize(
@@ -216,13 +224,22 @@ def test_volcano_load_composite(cpu: float, mem: float, cw: int, mw: int, expect
         (500, 0, 1.0, 1.0, 1.2, 500),
     ],
 )
-def test_volcano_estimate_pod(req: float, lim: float, rw: float, bw: float, risk: float, expected: float) -> None:
+def test_volcano_estimate_pod(
+    req: float, lim: float, rw: float, bw: float, risk: float, expected: float
+) -> None:
     assert up.estimate_pod(req, lim, rw, bw, risk) == pytest.approx(expected)
 
 
 @pytest.mark.parametrize(
     ("real", "shadow", "cap", "expected"),
-    [(50, 0, 8000, 0.5), (50, 2000, 8000, 0.75), (80, 5000, 8000, 1.0), (50, 1000, 0, 0.0), (0, 0, 0, 0.0), (100, 0, 8000, 1.0)],
+    [
+        (50, 0, 8000, 0.5),
+        (50, 2000, 8000, 0.75),
+        (80, 5000, 8000, 1.0),
+        (50, 1000, 0, 0.0),
+        (0, 0, 0, 0.0),
+        (100, 0, 8000, 1.0),
+    ],
 )
 def test_volcano_composite(real: float, shadow: float, cap: float, expected: float) -> None:
     assert up.composite(real, shadow, cap) == pytest.approx(expected)
