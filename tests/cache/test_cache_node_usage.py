@@ -24,7 +24,10 @@ POD = {
     "apiVersion": "v1",
     "kind": "Pod",
     "metadata": {"name": "p", "namespace": "default"},
-    "spec": {"schedulerName": "volcano", "containers": [{"name": "c", "resources": {"requests": {"cpu": "1"}}}]},
+    "spec": {
+        "schedulerName": "volcano",
+        "containers": [{"name": "c", "resources": {"requests": {"cpu": "1"}}}],
+    },
 }
 CONF = parse_conf('actions: "enqueue, allocate"\ntiers:\n- plugins:\n  - name: usage\n')
 
