@@ -338,6 +338,8 @@ class ProjectionState:
             self._leave_group(ident[1] if ident is not None else "")
         elif kind == "PodGroup":
             self.pg_status.pop(key, None)
+        elif kind == "Node":
+            self.node_usage.pop(key[1], None)  # a node added again starts unsampled, as in Volcano
         self._touch(kind, key)
 
     def _join_group(self, group: str) -> None:

@@ -8,7 +8,7 @@ from typing import Any
 from daemon.cache import Projection, decode_projection, encode_projection, state_image
 from daemon.scheduler.framework.conf import parse_conf
 from daemon.scheduler.framework.run import run_session
-from store.events import CycleOpened, NodeUsageObserved, upserted
+from store.events import CycleOpened, NodeDeleted, NodeUsageObserved, upserted
 
 
 def node(name: str) -> dict[str, Any]:
@@ -55,3 +55,13 @@ def test_usage_events_fold_into_the_snapshot_and_steer_the_session() -> None:
     p.fold(seq + 4, NodeUsageObserved(node="n2", cpu=85.0, memory=10.0, metrics_ms=362_000, at_ms=362_000))
     late = p.freeze()
     assert run_session(late, CONF).binds == {"default/p": "n1"}
+
+
+def test_a_deleted_node_forgets_its_usage() -> None:
+    p = Projection()
+    p.fold(1, upserted(node("n1"), 1000))
+    p.fold(2, NodeUsageObserved(node="n1", cpu=90.0, memory=10.0, metrics_ms=2000, at_ms=2000))
+    assert "n1" in p.freeze().node_usage
+    p.fold(3, NodeDeleted(name="n1", at_ms=3000))
+    p.fold(4, upserted(node("n1"), 4000))
+    assert p.freeze().node_usage == {}
