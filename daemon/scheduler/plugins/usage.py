@@ -29,8 +29,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+import numpy as np
+
 from daemon.scheduler.framework import combinators as cb
 from daemon.scheduler.framework.conf import arg_float, arg_int
+from daemon.scheduler.framework.nodetable import FloatArray, IntArray
 from daemon.scheduler.framework.session import EventHandler, Session
 from daemon.scheduler.model.fit import Code, FitError, fit_error
 from daemon.scheduler.model.node import NodeInfo
@@ -125,10 +128,20 @@ def estimate_pod(request: float, limit: float, ratio: float, burst: float, risk:
 class ShadowLoad:
     """ShadowLoadCache: estimated load of pods the metrics cannot see yet, per node."""
 
-    def __init__(self) -> None:
+    def __init__(self, rows: Mapping[str, int] | None = None) -> None:
         self.cpu: dict[str, float] = {}
         self.mem: dict[str, float] = {}
         self.snapshots: dict[str, tuple[str, float, float]] = {}
+        # The same sums by session node row (for the batch score), when `rows` is given.
+        self.rows = rows or {}
+        self.cpu_rows = np.zeros(len(self.rows))
+        self.mem_rows = np.zeros(len(self.rows))
+
+    def _mirror(self, node: str) -> None:
+        i = self.rows.get(node)
+        if i is not None:
+            self.cpu_rows[i] = self.cpu[node]
+            self.mem_rows[i] = self.mem[node]
 
     def add(self, node: str, task: str, cpu: float, mem: float) -> None:
         if task in self.snapshots:
@@ -136,6 +149,7 @@ class ShadowLoad:
         self.cpu[node] = self.cpu.get(node, 0.0) + cpu
         self.mem[node] = self.mem.get(node, 0.0) + mem
         self.snapshots[task] = (node, cpu, mem)
+        self._mirror(node)
 
     def remove(self, task: str) -> None:
         snap = self.snapshots.pop(task, None)
@@ -146,6 +160,7 @@ class ShadowLoad:
         node, cpu, mem = snap
         self.cpu[node] = max(0.0, self.cpu.get(node, 0.0) - cpu)
         self.mem[node] = max(0.0, self.mem.get(node, 0.0) - mem)
+        self._mirror(node)
 
     def of(self, node: str) -> tuple[float, float]:
         return self.cpu.get(node, 0.0), self.mem.get(node, 0.0)
@@ -252,9 +267,20 @@ class UsagePlugin:
 
     # ------------------------------------------------------------------ session
     def on_session_open(self, ssn: Session) -> None:
-        self.shadow = ShadowLoad()
+        nodes = ssn.node_list
+        self.shadow = ShadowLoad({n.name: i for i, n in enumerate(nodes)})
         self.now = ssn.now
         self.usages = ssn.node_usage
+        # Per session node row, for the batch score (the same arithmetic as node_order's).
+        real_cpu = np.array(
+            [node_usage(self.usages, n.name).cpu_avg(self.period) for n in nodes], dtype=np.float64
+        )
+        real_mem = np.array(
+            [node_usage(self.usages, n.name).mem_avg(self.period) for n in nodes], dtype=np.float64
+        )
+        cap_cpu = np.array([float(n.capability.cpu) for n in nodes], dtype=np.float64)
+        cap_mem = np.array([float(n.capability.memory) for n in nodes], dtype=np.float64)
+        fresh = np.array([self.fresh(n.name) for n in nodes], dtype=np.bool_)
         interval = ssn.conf.metrics.get("interval")
         if interval is not None:
             try:
@@ -279,15 +305,20 @@ class UsagePlugin:
 
         ssn.add_event_handler(EventHandler(allocate=on_allocate, deallocate=on_deallocate))
 
-        def predicate(task: TaskInfo, node: NodeInfo) -> FitError | None:
-            if not self.fresh(node.name):
-                return None
-            u = node_usage(self.usages, node.name)
+        # The predicate depends on the node only: its reason, computed once per node.
+        reasons: dict[str, str] = {}
+        for n in nodes:
+            if not self.fresh(n.name):
+                continue
+            u = node_usage(self.usages, n.name)
             if u.cpu_avg(self.period) > self.cpu_threshold:
-                reason = NODE_USAGE_CPU_EXTEND
+                reasons[n.name] = NODE_USAGE_CPU_EXTEND
             elif u.mem_avg(self.period) > self.mem_threshold:
-                reason = NODE_USAGE_MEMORY_EXTEND
-            else:
+                reasons[n.name] = NODE_USAGE_MEMORY_EXTEND
+
+        def predicate(task: TaskInfo, node: NodeInfo) -> FitError | None:
+            reason = reasons.get(node.name)
+            if reason is None:
                 return None
             return fit_error(
                 task.namespace, task.name, node.name, Code.UNSCHEDULABLE_AND_UNRESOLVABLE, reason
@@ -299,8 +330,40 @@ class UsagePlugin:
             cpu, mem = self.composites(node)
             return node_score(cpu, mem, self.cpu_weight, self.memory_weight, self.usage_weight)
 
-        ssn.register(cb.PREDICATE, NAME, predicate)
-        ssn.register(cb.NODE_ORDER, NAME, node_order)
+        cw, mw, uw = self.cpu_weight, self.memory_weight, self.usage_weight
+        shadow = self.shadow
+
+        def comp_rows(real: FloatArray, cap: FloatArray, est: FloatArray) -> FloatArray:
+            ok = cap > 0
+            safe = np.where(ok, cap, 1.0)
+            value = (real / 100.0 * cap + est) / safe
+            return np.where(ok, np.minimum(1.0, np.maximum(0.0, value)), 0.0)
+
+        def batch(task: TaskInfo, rows: IntArray) -> FloatArray | None:
+            if cw + mw == 0:
+                return None
+            cpu = comp_rows(real_cpu[rows], cap_cpu[rows], shadow.cpu_rows[rows])
+            mem = comp_rows(real_mem[rows], cap_mem[rows], shadow.mem_rows[rows])
+            score = ((1.0 - cpu) * cw + (1.0 - mem) * mw) / (cw + mw) * MAX_NODE_SCORE * uw
+            return np.where(fresh[rows], score, 0.0)
+
+        cpu_failed = np.array([reasons.get(n.name) == NODE_USAGE_CPU_EXTEND for n in nodes], dtype=np.bool_)
+        mem_failed = np.array(
+            [reasons.get(n.name) == NODE_USAGE_MEMORY_EXTEND for n in nodes], dtype=np.bool_
+        )
+
+        def predicate_batch(task: TaskInfo, rows: IntArray) -> tuple[Any, list[tuple[str, Any]], Any]:
+            cpu, mem = cpu_failed[rows], mem_failed[rows]
+            failed = cpu | mem
+            out: list[tuple[str, Any]] = []
+            if cpu.any():
+                out.append((NODE_USAGE_CPU_EXTEND, cpu))
+            if mem.any():
+                out.append((NODE_USAGE_MEMORY_EXTEND, mem))
+            return ~failed, out, failed
+
+        ssn.register(cb.PREDICATE, NAME, predicate, predicate_batch)
+        ssn.register(cb.NODE_ORDER, NAME, node_order, batch)
 
     def on_session_close(self, ssn: Session) -> None:
         self.shadow = ShadowLoad()

@@ -258,3 +258,23 @@ def test_volcano_composite(real: float, shadow: float, cap: float, expected: flo
 )
 def test_volcano_node_score(cpu: float, mem: float, cw: int, mw: int, uw: int, expected: float) -> None:
     assert up.node_score(cpu, mem, cw, mw, uw) == pytest.approx(expected)
+
+
+def test_batch_scores_and_predicates_equal_the_per_node_ones() -> None:
+    import numpy as np
+
+    usages = dict(SCORE_USAGE, n2=nu(85, 50, NOW), n3=nu(60, 81, NOW))
+    ssn = session(usages, ARGS, tasks=2)
+    t1, t2 = ssn.jobs["c1/pg1"].tasks["c1-p1"], ssn.jobs["c1/pg1"].tasks["c1-p2"]
+    ssn.allocate(t1, ssn.nodes["n1"])  # shadow load on n1
+    rows = np.arange(len(ssn.node_list))
+    score, batch = ssn.fns["nodeOrder"]["usage"], ssn.batch_fns["nodeOrder"]["usage"]
+    assert list(batch(t2, rows)) == [score(t2, n) for n in ssn.node_list]
+    pred, pbatch = ssn.fns["predicate"]["usage"], ssn.batch_fns["predicate"]["usage"]
+    ok, reasons, unresolvable = pbatch(t2, rows)
+    assert list(ok) == [pred(t2, n) is None for n in ssn.node_list]
+    assert list(unresolvable) == [not o for o in ok]
+    assert [(text, list(mask)) for text, mask in reasons] == [
+        (up.NODE_USAGE_CPU_EXTEND, [n.name == "n2" for n in ssn.node_list]),
+        (up.NODE_USAGE_MEMORY_EXTEND, [n.name == "n3" for n in ssn.node_list]),
+    ]
