@@ -50,6 +50,7 @@ from store.events import (
     EvictFailed,
     EvictSucceeded,
     JobExplained,
+    NodeUsageObserved,
     PipelineDecided,
     PodDeleted,
     PodGroupDeleted,
@@ -85,8 +86,17 @@ SNAPSHOT_NEUTRAL: frozenset[type] = frozenset(
 # Events a dirty-set freeze follows (the pods, PodGroups and PodGroup statuses they name are
 # marked dirty); any other event that can change a snapshot makes the next freeze rebuild whole.
 _POD_DECISIONS: frozenset[type] = frozenset({BindDecided, BindFailed, EvictDecided, EvictFailed})
+# NodeUsageObserved changes only the snapshot's node_usage, which every freeze copies afresh.
 _FOLLOWED: frozenset[type] = frozenset(
-    {PodUpserted, PodDeleted, PodGroupUpserted, PodGroupDeleted, PodGroupStatusChanged, ResyncStarted}
+    {
+        PodUpserted,
+        PodDeleted,
+        PodGroupUpserted,
+        PodGroupDeleted,
+        PodGroupStatusChanged,
+        ResyncStarted,
+        NodeUsageObserved,
+    }
 )
 
 _MISSING = object()
@@ -292,6 +302,8 @@ class Projection(ProjectionState):
                 hypernodes=prev.hypernodes,
                 now=now,
                 session_id=sid,
+                node_usage=dict(self.node_usage),
+                previous_now=None if self.last_cycle_now_ms is None else self.last_cycle_now_ms / 1000.0,
             )
         snap = None
         if last is not None and not self._wide and self._members is not None:

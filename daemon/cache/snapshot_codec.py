@@ -34,6 +34,7 @@ import msgspec
 from daemon.cache.projection import Projection
 from daemon.cache.state import KINDS, BindOverlay, raw_group_of, raw_uid
 from daemon.gc_pause import collector_paused
+from daemon.scheduler.model.node_usage import NODE_METRICS_PERIOD, NodeUsage
 from store.events import JobExplained, PodGroupStatusChanged, QueueFigures
 
 __all__ = [
@@ -70,6 +71,9 @@ class _Image(msgspec.Struct, frozen=True, kw_only=True):
     members: list[tuple[str, int]]
     resyncs: list[tuple[str, tuple[str, ...], list[tuple[str, str, str]]]]
     queue_figures: dict[str, QueueFigures] = {}
+    # The last CycleOpened's clock (-1: none) and node usage: node -> (cpu, mem, period, time ms).
+    last_cycle_now_ms: int = -1
+    node_usage: list[tuple[str, float, float, str, int]] = []
     # Projection.parse_caches() pickled, and the code fingerprint it is valid for.
     caches: bytes = b""
     caches_fingerprint: str = ""
@@ -113,7 +117,15 @@ def state_image(p: Projection) -> _Image:
             for source, (kinds, seen) in sorted(p.resyncs.items())
         ],
         queue_figures=dict(p.queue_figures),
+        last_cycle_now_ms=-1 if p.last_cycle_now_ms is None else p.last_cycle_now_ms,
+        node_usage=[_usage_row(node, u) for node, u in sorted(p.node_usage.items())],
     )
+
+
+def _usage_row(node: str, u: NodeUsage) -> tuple[str, float, float, str, int]:
+    period = next(iter(u.cpu), NODE_METRICS_PERIOD)
+    t = u.metrics_time if u.metrics_time is not None else 0.0
+    return (node, u.cpu_avg(period), u.mem_avg(period), period, round(t * 1000))
 
 
 _ENCODER = msgspec.msgpack.Encoder()
@@ -234,6 +246,11 @@ def _rebuild(img: _Image) -> Projection:
     p.explained = {f"{e.namespace}/{e.name}": e for e in img.explanations}
     p.members = dict(img.members)
     p.queue_figures = dict(img.queue_figures)
+    p.last_cycle_now_ms = None if img.last_cycle_now_ms < 0 else img.last_cycle_now_ms
+    p.node_usage = {
+        node: NodeUsage(cpu={period: cpu}, memory={period: mem}, metrics_time=ms / 1000.0)
+        for node, cpu, mem, period, ms in img.node_usage
+    }
     p.resyncs = {
         source: (tuple(kinds), {(kind, (ns, name)) for kind, ns, name in seen})
         for source, kinds, seen in img.resyncs

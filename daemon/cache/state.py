@@ -50,6 +50,7 @@ from typing import Any
 
 import msgspec
 
+from daemon.scheduler.model.node_usage import NodeUsage
 from store.events import (
     BindDecided,
     BindFailed,
@@ -65,6 +66,7 @@ from store.events import (
     NamespaceUpserted,
     NodeDeleted,
     NodeUpserted,
+    NodeUsageObserved,
     PodDeleted,
     PodDisruptionBudgetDeleted,
     PodDisruptionBudgetUpserted,
@@ -216,6 +218,10 @@ class ProjectionState:
         self.seq = 0
         self.now_ms = 0
         self.last_cycle = 0
+        # The clock of the last CycleOpened (ms; None before the first): the previous session's now.
+        self.last_cycle_now_ms: int | None = None
+        # Node usage from a metrics source (NodeUsageObserved), by node; model/node_usage.py.
+        self.node_usage: dict[str, NodeUsage] = {}
         self.conf_hash = ""
         self.objects: dict[str, dict[Key, Manifest]] = {k: {} for k in KINDS}
         self.binds: dict[Key, BindOverlay] = {}
@@ -253,6 +259,7 @@ class ProjectionState:
             NamespaceDeleted: lambda s, e: self._delete("Namespace", ("", e.name)),
             HyperNodeUpserted: lambda s, e: self._upsert("HyperNode", ("", e.name), e.manifest),
             HyperNodeDeleted: lambda s, e: self._delete("HyperNode", ("", e.name)),
+            NodeUsageObserved: self._node_usage,
             ResyncStarted: self._resync_started,
             ResyncCompleted: self._resync_completed,
             ClockAdvanced: lambda s, e: None,
@@ -331,6 +338,8 @@ class ProjectionState:
             self._leave_group(ident[1] if ident is not None else "")
         elif kind == "PodGroup":
             self.pg_status.pop(key, None)
+        elif kind == "Node":
+            self.node_usage.pop(key[1], None)  # a node added again starts unsampled, as in Volcano
         self._touch(kind, key)
 
     def _join_group(self, group: str) -> None:
@@ -418,6 +427,12 @@ class ProjectionState:
 
     def _cycle_opened(self, seq: int, e: CycleOpened) -> None:
         self.last_cycle = max(self.last_cycle, e.cycle)
+        self.last_cycle_now_ms = e.now_ms
+
+    def _node_usage(self, seq: int, e: NodeUsageObserved) -> None:
+        self.node_usage[e.node] = NodeUsage(
+            cpu={e.period: e.cpu}, memory={e.period: e.memory}, metrics_time=e.metrics_ms / 1000.0
+        )
 
     def _conf_recorded(self, seq: int, e: ConfigurationRecorded) -> None:
         self.conf_hash = e.conf_hash

@@ -138,6 +138,7 @@ def dry_run(
         )
     for i in range(cycles):
         snapshot.now = now + i * SCHEDULE_PERIOD_SECONDS
+        snapshot.previous_now = now + (i - 1) * SCHEDULE_PERIOD_SECONDS if i else None
         snapshot.session_id = f"session-{i + 1}"
         result = run_session(snapshot, conf, tracer_provider=tracer_provider)
         for key in result.bind_order:

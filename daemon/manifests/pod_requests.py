@@ -85,6 +85,17 @@ def volcano_request(r: Requests) -> Resource:
     return res
 
 
+def cpu_mem_limits(r: Requests) -> tuple[float, float]:
+    """GetPodResourceLimit's CPU (milli) and memory (bytes): containers' limits summed, max with
+    each init container's (restartable ones run alongside), as requests are aggregated."""
+    as_req = Requests(
+        containers=[(lim, {}) for _req, lim in r.containers],
+        inits=[(lim, {}, sidecar) for _req, lim, sidecar in r.inits],
+    )
+    res = _aggregate(as_req, False, Resource, to_resource, Resource.add, Resource.set_max_resource)
+    return float(res.cpu), float(res.memory)
+
+
 def _empty_list() -> dict[str, Fraction]:
     return {}
 

@@ -14,7 +14,7 @@ from typing import Any
 from daemon.manifests.fields import INT32_MAX, INT32_MIN, Doc, Obj, join, plain_quantities
 from daemon.manifests.kinds import DEFAULT_SCHEDULER, TASK_PRIORITY_KEY, TASK_SPEC_KEY, preemptable
 from daemon.manifests.objects import Claims, Entry
-from daemon.manifests.pod_requests import Requests, volcano_request
+from daemon.manifests.pod_requests import Requests, cpu_mem_limits, volcano_request
 from daemon.scheduler.model.devices import ContainerResources, pod_extended_resources
 from daemon.scheduler.model.queue import PriorityClassInfo
 from daemon.scheduler.model.task import HostPort, PodFacts, TaskInfo, Toleration, status_from_pod
@@ -58,6 +58,7 @@ class Pod:
     phase: str = "Pending"
     nominated: str = ""
     scheduled_time: float | None = None
+    start_time: float | None = None
 
 
 def parse_pod_spec(d: Doc, spec: Obj, path: str, scheduler_default: str) -> PodSpec:
@@ -273,6 +274,7 @@ def decode_pod(e: Entry, claims: Claims) -> Pod:
         phase=d.string(status.get("phase"), "status.phase") or "Pending",
         nominated=d.string(status.get("nominatedNodeName"), "status.nominatedNodeName"),
         scheduled_time=_pod_scheduled_time(d, status),
+        start_time=d.timestamp(status["startTime"], "status.startTime") if "startTime" in status else None,
     )
 
 
@@ -313,6 +315,8 @@ def pod_task(p: Pod, job: str, pcs: Mapping[str, PriorityClassInfo]) -> TaskInfo
         phase=p.phase,
         deleting=p.deleting,
         scheduled_time=p.scheduled_time,
+        start_time=p.start_time,
+        cpu_mem_limits=cpu_mem_limits(s.requests),
         extended_resources=_extended_resources(s.requests),
     )
     return TaskInfo(

@@ -25,6 +25,7 @@ from daemon.manifests.fields import Doc
 from daemon.manifests.hypernodes import decode_hypernode
 from daemon.manifests.kinds import GROUP_NAME_KEY
 from daemon.manifests.namespaces import decode_namespace, decode_pdb, decode_resource_quota
+from daemon.manifests.node_usage import node_usage_of
 from daemon.manifests.nodes import decode_node
 from daemon.manifests.objects import Claims, Entry, classify
 from daemon.manifests.podgroups import Group, decode_podgroup, job_info, normal_pod_group
@@ -152,6 +153,9 @@ class _Builder:
             )
         for e in by_kind.get("Node", []):
             snap.nodes.append(decode_node(e) if e.record is None else e.record)
+            usage = node_usage_of(e)
+            if usage is not None:
+                snap.node_usage[e.name] = usage
         snap.hypernodes = tuple(
             sorted((decode_hypernode(e) for e in by_kind.get("HyperNode", [])), key=_name)
         )

@@ -146,7 +146,18 @@ class Service:
                 if s.leader_elect
                 else None
             )
+            from daemon.adapters.kubernetes.metrics import MetricsConfError, metrics_settings
+
+            try:
+                metrics = (
+                    metrics_settings(self._conf.active.conf.metrics, self._conf.source)
+                    if self._conf is not None
+                    else None
+                )
+            except MetricsConfError as e:
+                raise ServiceError(str(e)) from None
             return KubernetesCluster(
+                metrics=metrics,
                 kubeconfig=s.kubeconfig,
                 scheduler_names=s.scheduler_names,
                 concurrency=s.kube_concurrency,

@@ -128,6 +128,23 @@ class HyperNodeDeleted(EventBase, frozen=True, tag="hypernode.deleted"):
     at_ms: int = 0
 
 
+class NodeUsageObserved(EventBase, frozen=True, tag="node.usage"):
+    """A node's resource usage from a metrics source (Volcano's NodeInfo.ResourceUsage).
+
+    `cpu` and `memory` are average utilisation percentages (0-100) over `period` (Volcano's
+    cache keys them "10m"); `metrics_ms` is when the source sampled them, on the source's
+    clock (the usage plugin ignores samples older than 5 minutes of event time).
+    """
+
+    node: str
+    cpu: float
+    memory: float
+    metrics_ms: int
+    period: str = "10m"
+    source: str = ""
+    at_ms: int = 0
+
+
 class ResyncStarted(EventBase, frozen=True, tag="resync.started"):
     source: str
     kinds: tuple[str, ...] = ()
@@ -172,6 +189,7 @@ ObservedEvent = (
     | NamespaceDeleted
     | HyperNodeUpserted
     | HyperNodeDeleted
+    | NodeUsageObserved
     | ResyncStarted
     | ResyncCompleted
     | ClockAdvanced

@@ -40,6 +40,7 @@ from daemon.adapters.kubernetes.client import (
 from daemon.adapters.kubernetes.flow import AdaptiveLimit
 from daemon.adapters.kubernetes.identity import ClaimedIdentity, claim_identity, random_identity
 from daemon.adapters.kubernetes.leader import LeaseElector
+from daemon.adapters.kubernetes.metrics import MetricsSettings, PrometheusSource
 from daemon.adapters.kubernetes.sink import KubeSink
 from daemon.adapters.kubernetes.source import KubeSource
 from store.events import BindDecided, EvictDecided, ObservedEvent, OutcomeEvent
@@ -115,8 +116,12 @@ class KubernetesCluster:
         concurrency_max: int = 128,
         schedule_period: float = 1.0,
         lease: LeaseSettings | None = None,
+        metrics: MetricsSettings | None = None,
     ) -> None:
         self.kubeconfig = kubeconfig
+        # Node usage from Prometheus (metrics.py), polled beside the watches; None: not collected.
+        self.metrics = metrics
+        self.metrics_source: PrometheusSource | None = None
         self.scheduler_names = tuple(scheduler_names)
         self.concurrency = concurrency
         self.concurrency_max = max(concurrency, concurrency_max)
@@ -156,6 +161,11 @@ class KubernetesCluster:
                 retry_period=max(0.2, self.lease.duration / 7.5),
             )
         self._source = KubeSource(api, self.scheduler_names)
+        if self.metrics is not None:
+            source = self._source
+            self.metrics_source = PrometheusSource(
+                self.metrics, lambda: (key[2] for key in source.known if key[0] == "Node")
+            )
         self._sink = KubeSink(
             api,
             scheduler_name=self.scheduler_names[0] if self.scheduler_names else "volcano",
@@ -261,7 +271,12 @@ class KubernetesCluster:
             self.sink.observe(events)
             await submit(events, keys)
 
-        await self.source.run(observed)
+        if self.metrics_source is None:
+            await self.source.run(observed)
+            return
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(self.source.run, observed)
+            tg.start_soon(self.metrics_source.run, submit)
 
     def admit(self, seq: int, event: Any) -> None:
         self.sink.admit(seq, event)

@@ -30,6 +30,7 @@ from daemon.adapters.simulator.workload import (
     validate_cluster,
 )
 from daemon.manifests import build_snapshot, load_objects
+from daemon.manifests.node_usage import source_usage_script
 from daemon.scheduler.model.resources import PODS, Resource
 from store.events import (
     BindDecided,
@@ -39,6 +40,7 @@ from store.events import (
     EvictDecided,
     EvictFailed,
     EvictSucceeded,
+    NodeUsageObserved,
     ObservedEvent,
     OutcomeEvent,
     PodDeleted,
@@ -170,6 +172,14 @@ class Simulator:
                 g = _annotations(o).get(GROUP_NAME_KEY) if o["kind"] == "Pod" else None
                 if g:
                     self._group_subs.setdefault(_key(o["metadata"]["namespace"], g), set()).add(s.index)
+        # Scripted node usage (usage.fumarole.io/script on cluster Nodes): (at ms, node, cpu, mem)
+        # by time, then cluster order; observed as NodeUsageObserved sampled at that time.
+        script: list[tuple[int, int, str, float, float]] = []
+        for pos, (f, i, obj) in enumerate(self._cluster):
+            for at, cpu, mem in source_usage_script(f, i, obj):
+                script.append((at, pos, obj["metadata"]["name"], cpu, mem))
+        script.sort(key=lambda x: (x[0], x[1]))
+        self._usage_script = [(at, node, cpu, mem) for at, _pos, node, cpu, mem in script]
         self._request_cache: dict[str, Resource] = {}
         self._spec_cache: dict[bytes, Resource] = {}
         self._duration_cache: dict[str, int] = {}
@@ -206,6 +216,7 @@ class Simulator:
         self._group_pods: dict[str, set[str]] = {}
         self._submitted: set[int] = set()
         self._cursor = 0
+        self._usage_cursor = 0  # scripted usage samples observed so far
         self._outcomes: dict[int, OutcomeEvent] = {}
         self._stuck = False
         self._stats = SimStats(submissions=len(self._subs))
@@ -316,6 +327,9 @@ class Simulator:
             self._mark_submitted(ev.manifest)
         elif isinstance(ev, PodGroupDeleted):
             self._groups.pop(_key(ev.namespace, ev.name), None)
+        elif isinstance(ev, NodeUsageObserved):
+            if ev.source == SOURCE_NAME:
+                self._usage_cursor += 1
         elif isinstance(ev, BindSucceeded | BindFailed | EvictSucceeded | EvictFailed):
             self._outcomes[ev.decision_seq] = ev
             if isinstance(ev, BindSucceeded):
@@ -367,6 +381,8 @@ class Simulator:
         out.append(ResyncCompleted(source=SOURCE_NAME, kinds=RESYNC_KINDS, at_ms=at))
         for ev in out:
             self._fold(ev)
+        # Usage samples due by now were folded when `_run_until` emitted them: list them once.
+        out.extend(ev for ev in scratch if isinstance(ev, NodeUsageObserved))
         return out
 
     async def initial_events(self) -> list[ObservedEvent]:
@@ -406,6 +422,8 @@ class Simulator:
         due = [first[0]] if first is not None else []
         if self._cursor < len(self._subs):
             due.append(self._subs[self._cursor].at_ms)
+        if self._usage_cursor < len(self._usage_script):
+            due.append(self._usage_script[self._usage_cursor][0])
         return min(due) if due else None
 
     def advance(self, idle: bool) -> list[ObservedEvent]:
@@ -435,12 +453,24 @@ class Simulator:
                 break
             if s.index not in self._submitted:
                 items.append((s.at_ms, 1, "", pos))
+        for pos in range(self._usage_cursor, len(self._usage_script)):
+            if self._usage_script[pos][0] > target:
+                break
+            items.append((self._usage_script[pos][0], 2, "", pos))
         items.sort()
         for at, kind, key, pos in items:
             if kind == 0:
                 self._complete(key, at, out)
-            else:
+            elif kind == 1:
                 self._submit(self._subs[pos], out)
+            else:
+                _at, node, cpu, mem = self._usage_script[pos]
+                self._emit(
+                    out,
+                    NodeUsageObserved(
+                        node=node, cpu=cpu, memory=mem, metrics_ms=at, source=SOURCE_NAME, at_ms=at
+                    ),
+                )
 
     def _submit(self, s: Submission, out: list[ObservedEvent]) -> None:
         for o in s.objects:
@@ -537,7 +567,7 @@ class Simulator:
             meta = new["metadata"] = dict(new.get("metadata") or {})
             meta["annotations"] = {**(meta.get("annotations") or {}), **d.annotations}
         new["spec"] = {**(new.get("spec") or {}), "nodeName": d.node}
-        new["status"] = {**(new.get("status") or {}), "phase": "Running"}
+        new["status"] = {**(new.get("status") or {}), "phase": "Running", "startTime": iso_time(self._now)}
         self._emit(facts, PodUpserted(namespace=d.namespace, name=d.name, manifest=new, at_ms=self._now))
         return BindSucceeded(decision_seq=seq, namespace=d.namespace, name=d.name, node=d.node)
 

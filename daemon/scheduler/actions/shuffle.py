@@ -4,7 +4,7 @@ Every Running task of every job in the session is offered to the VictimTasks cal
 (plugins with `enabledVictim`; within a tier their answers are united, the first tier with a
 non-empty answer decides).  Each victim is evicted at once through the session, with no
 statement and no gang check; the action has no arguments.  Without a plugin that registers
-VictimTasks (Volcano's rescheduling plugin is not part of Fumarole), shuffle evicts nothing.
+VictimTasks (tdm, pdb, rescheduling), shuffle evicts nothing.
 Volcano walks its victim set in random order; we evict by task uid.
 """
 

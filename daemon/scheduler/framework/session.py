@@ -197,6 +197,9 @@ class Session(Combinators):
         # HyperNodes (framework/topology.py): the specs, resolved on first use; jobs with a
         # network topology have it adjusted and their allocated HyperNode recovered now.
         self.hypernode_specs = snap.hypernodes
+        # Node usage from the metrics source and the previous session's now (usage, rescheduling).
+        self.node_usage = snap.node_usage
+        self.previous_now = snap.previous_now
         self.hypernode_topology: Topology | None = None
         # Why allocate's HyperNode search found no place for a job: job uid -> message.
         self.topology_reasons: dict[str, str] = {}

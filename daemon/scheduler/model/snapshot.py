@@ -8,6 +8,7 @@ from daemon.scheduler.model.hypernode import HyperNodeSpec
 from daemon.scheduler.model.job import JobInfo
 from daemon.scheduler.model.node import NodeInfo
 from daemon.scheduler.model.node_derived import NodeDerived
+from daemon.scheduler.model.node_usage import NodeUsage
 from daemon.scheduler.model.queue import NamespaceInfo, PriorityClassInfo, QueueInfo
 from daemon.scheduler.model.task import TaskInfo
 
@@ -30,6 +31,10 @@ class ClusterSnapshot:
     hypernodes: tuple[HyperNodeSpec, ...] = ()
     now: float = 0.0
     session_id: str = "session-0"
+    # Node usage from a metrics source, by node name (model/node_usage.py; usage, rescheduling).
+    node_usage: dict[str, NodeUsage] = field(default_factory=dict)
+    # The previous session's now (seconds), None for the first: the rescheduling interval gate.
+    previous_now: float | None = None
     # What sessions derived from each node (node table rows, node mirror, device pools), reused
     # while the node is unchanged (model/node_derived.py); handed from one snapshot to the next
     # by the daemon's cycle runner and the study engine; None: derived afresh. Shared by clones.
@@ -66,6 +71,8 @@ class ClusterSnapshot:
             hypernodes=self.hypernodes,
             now=self.now,
             session_id=self.session_id,
+            node_usage=self.node_usage,
+            previous_now=self.previous_now,
             derived=self.derived,
         )
 

@@ -92,6 +92,10 @@ class PodFacts:
     # lastTransitionTime of the first PodScheduled condition with status True (None: no such
     # condition), read by the cdp plugin.
     scheduled_time: float | None = None
+    # status.startTime (None: not started or not given), read by the usage plugin's shadow load.
+    start_time: float | None = None
+    # GetPodResourceLimit's CPU (milli) and memory (bytes); 0 where no container sets a limit.
+    cpu_mem_limits: tuple[float, float] = (0.0, 0.0)
 
     @property
     def has_affinity_terms(self) -> bool:
