@@ -393,7 +393,19 @@ class _ViewBase:
         rows = [data for data in found if data is not None]
         return decision_page_json(rows, seqs[-1] + 1 if seqs and len(seqs) >= limit else None)
 
+    def _who_leads(self) -> tuple[bool | None, str]:
+        """(whether this replica leads, the lease holder), or (None, "") without leader election."""
+        return None, ""
+
+    def leadership(self) -> tuple[bool | None, str]:
+        """`_who_leads()`, also kept in the metrics (`fumarole_leader`, `fumarole_lease_holder`)."""
+        leading, leader = self._who_leads()
+        if leading is not None:
+            self.metrics.set_leading(bool(leading), leader)
+        return leading, leader
+
     def metrics_text(self) -> tuple[bytes, str]:
+        self.leadership()
         return self.metrics.render()
 
     def close_index(self) -> None:
@@ -425,16 +437,8 @@ class LiveView(_ViewBase):
     def config_warnings(self) -> list[str]:
         return self._service.config_warnings()
 
-    def leadership(self) -> tuple[bool | None, str]:
-        """(whether this replica leads, the lease holder), or (None, "") without leader election."""
-        leading, leader = self._service.leadership()
-        if leading is not None:
-            self.metrics.set_leading(bool(leading), leader)
-        return leading, leader
-
-    def metrics_text(self) -> tuple[bytes, str]:
-        self.leadership()
-        return super().metrics_text()
+    def _who_leads(self) -> tuple[bool | None, str]:
+        return self._service.leadership()
 
     def folded_seq(self) -> int:
         return self._writer.folded_seq
@@ -503,18 +507,9 @@ class ReadOnlyView(_ViewBase):
         works (a leader appending meanwhile does not make it unready; a lost database does)."""
         return self._caught_up and not self._failing
 
-    def leadership(self) -> tuple[bool | None, str]:
+    def _who_leads(self) -> tuple[bool | None, str]:
         """On a standby replica: (False, the lease holder); else (None, "")."""
-        if self.leadership_source is None:
-            return None, ""
-        leading, leader = self.leadership_source()
-        if leading is not None:
-            self.metrics.set_leading(bool(leading), leader)
-        return leading, leader
-
-    def metrics_text(self) -> tuple[bytes, str]:
-        self.leadership()
-        return super().metrics_text()
+        return (None, "") if self.leadership_source is None else self.leadership_source()
 
     def config_warnings(self) -> list[str]:
         """None: `fumarole serve` runs no configuration (the log's `config.recorded` holds the texts)."""

@@ -44,12 +44,13 @@ from daemon.runtime.live_loop import run_live
 from daemon.runtime.lockstep import TRACKED_TYPES, LockstepTracker, Step
 from daemon.runtime.session_loop import CycleRunner, CycleSummary
 from daemon.runtime.settings import Settings, split_listen
-from daemon.runtime.shared_log import IGNORE_LEASE_LOSS, SharedLogLeader
+from daemon.runtime.shared_log import IGNORE_LEASE_LOSS, SharedLogLeader, refusal_in
 from daemon.runtime.systemd import Notifier
 from daemon.runtime.writer import Writer
 from store.disk import check_writable
 from store.events import DECISIONS, BindDecided, EvictDecided
 from store.lock import LogLockedError, WriterLock, check_unlocked
+from store.log import FencedError
 from store.postgres import PostgresEventLog, redact_dsn
 from store.sqlite import SqliteEventLog
 
@@ -210,8 +211,10 @@ class Service:
                 return 0
             return await self._run_checked(conf, adapter)
         finally:
-            with anyio.CancelScope(shield=True):
-                await adapter.close()
+            # (after a lost term of a shared log, the adapter is the one built for the next term)
+            if isinstance(self.adapter, LiveCluster):
+                with anyio.CancelScope(shield=True):
+                    await self.adapter.close()
 
     async def _run_checked(self, conf: ConfWatcher, adapter: Any) -> int:
         s = self.settings
@@ -252,7 +255,8 @@ class Service:
 
     async def _run_shared(self, conf: ConfWatcher, adapter: Any) -> int:
         """On a shared PostgreSQL log: stand by (serving the API read-only from the followed log)
-        until this replica holds the lease, then lead (daemon/runtime/shared_log.py)."""
+        until this replica holds the lease, then lead (daemon/runtime/shared_log.py); a leader
+        that loses its term steps down, stands by again and may lead a later term."""
         s = self.settings
         api_socket = self._bind_api() if s.api else None
         try:
@@ -265,7 +269,15 @@ class Service:
             )
             self._pg_log = event_log
             try:
-                return await self._lead_shared(event_log, conf, adapter, api_socket)
+                self.shared = SharedLogLeader(
+                    event_log, s.lease_duration, ignore_loss=os.environ.get(IGNORE_LEASE_LOSS) == "1"
+                )
+                while True:
+                    rc = await self._lead_shared(event_log, conf, self.adapter, api_socket)
+                    if rc is not None:
+                        return rc
+                    if not await self._fresh_adapter():  # stepped down: the next term starts afresh
+                        return 0
             finally:
                 with anyio.CancelScope(shield=True):
                     await event_log.close()
@@ -276,39 +288,80 @@ class Service:
 
     async def _lead_shared(
         self, event_log: PostgresEventLog, conf: ConfWatcher, adapter: Any, api_socket: socket.socket | None
-    ) -> int:
+    ) -> int | None:
+        """Stand by, then lead one term: the exit status, or None once this replica stepped down
+        (another replica took the lease over, or the database refused a write of this term)."""
         s = self.settings
-        shared = self.shared = SharedLogLeader(
-            event_log, s.lease_duration, ignore_loss=os.environ.get(IGNORE_LEASE_LOSS) == "1"
-        )
+        shared = self.shared
+        assert shared is not None
         rc = 0
         leading = False
-        # Standing by, the takeover and leading: a second signal at any moment cancels this group.
-        async with anyio.create_task_group() as tg, self._second_signal_cancels(tg.cancel_scope):
-            async with anyio.create_task_group() as standing_by:
-                standby = await self._standby_api(standing_by, api_socket) if api_socket is not None else None
-                try:
-                    leading = await shared.wait_for_lease(lambda: self.stop_requested, self._standby)
-                finally:
-                    if standby is not None:
-                        with anyio.CancelScope(shield=True):
-                            await standby[0].cleanup()
-                            await standby[1].close()
-                    standing_by.cancel_scope.cancel()
-            if leading:
-                self.say(f"leading the shared log {redact_dsn(s.db)} (epoch {shared.epoch})")
-                tg.start_soon(shared.keep_lease, tg.cancel_scope.cancel)
-                rc = await self._run_with_log(event_log, conf, adapter, api_socket)
-            tg.cancel_scope.cancel()
+        refused: FencedError | None = None
+        try:
+            # Standing by, the takeover and leading: a second signal at any moment cancels this group.
+            async with anyio.create_task_group() as tg, self._second_signal_cancels(tg.cancel_scope):
+                async with anyio.create_task_group() as standing_by:
+                    standby = (
+                        await self._standby_api(standing_by, api_socket) if api_socket is not None else None
+                    )
+                    try:
+                        leading = await shared.wait_for_lease(lambda: self.stop_requested, self._standby)
+                    finally:
+                        if standby is not None:
+                            with anyio.CancelScope(shield=True):
+                                await standby[0].cleanup()
+                                await standby[1].close()
+                        standing_by.cancel_scope.cancel()
+                if leading:
+                    self.say(f"leading the shared log {redact_dsn(s.db)} (epoch {shared.epoch})")
+                    tg.start_soon(shared.keep_lease, tg.cancel_scope.cancel)
+                    rc = await self._run_with_log(event_log, conf, adapter, api_socket)
+                tg.cancel_scope.cancel()
+        except (FencedError, BaseExceptionGroup) as e:
+            refused = refusal_in(e)
+            if refused is None:
+                raise
         if not leading:
             return 0
-        if shared.lost:
-            log.error("stopped: another replica took the lease over")
-            print("fumarole: error: lost the lease of the shared log; stopped", file=sys.stderr)
-            return 1
+        if shared.lost or refused is not None:
+            with anyio.CancelScope(shield=True):
+                await self._step_down(shared, refused)
+            return None
         with anyio.CancelScope(shield=True):
             await shared.release()
         return rc
+
+    async def _step_down(self, shared: SharedLogLeader, refused: FencedError | None) -> None:
+        """After a lost term (its cycles, writer, dispatcher and API already stopped): one line
+        saying so and who leads now; the next `_lead_shared` stands by."""
+        self.ready = False
+        self._runner = None
+        holder, epoch = await shared.stepped_down()
+        why = (
+            f"the database refused this replica's write ({refused})"
+            if refused is not None
+            else "another replica took the lease over"
+        )
+        line = (
+            f"stepped down from epoch {shared.epoch}: {why}; "
+            f"{holder} leads the shared log now (epoch {epoch}); standing by"
+        )
+        log.warning(line)
+        self.notifier.status(line)
+
+    async def _fresh_adapter(self) -> bool:
+        """A new adapter for the next term (nothing of the old term's adapter carries over; it is
+        resumed from the log's facts when the term starts); False if a signal stopped its start."""
+        old, self.adapter = self.adapter, None
+        if isinstance(old, LiveCluster):
+            with anyio.CancelScope(shield=True):
+                await old.close()
+        self.adapter = self._make_adapter()
+        if isinstance(self.adapter, LiveCluster):
+            with self.stoppable() as connecting:
+                await self._connect(self.adapter)
+            return not connecting.cancelled_caught
+        return True
 
     async def _standby_api(self, tg: Any, sock: socket.socket) -> tuple[Any, Any]:
         """While standing by: the API read-only over a projection following the shared log (on a
@@ -471,7 +524,8 @@ class Service:
                     with anyio.CancelScope(shield=True):
                         await api_runner.cleanup()
                 if self._may_write():
-                    with anyio.CancelScope(shield=True):
+                    with anyio.CancelScope(shield=True), contextlib.suppress(FencedError):
+                        # (refused: a lost term, which the step-down reports)
                         await self.save_snapshot(event_log, projection, force=True)
                 tg.cancel_scope.cancel()
         return rc
@@ -666,7 +720,9 @@ class Service:
         app = build_app(view, **self._api_options())
         runner = web.AppRunner(app, access_log=None)
         await runner.setup()
-        site = web.SockSite(runner, sock)  # bound during the start-up checks (daemon/runtime/listen.py)
+        # The socket was bound during the start-up checks (daemon/runtime/listen.py); the site gets
+        # a duplicate, so a leader that steps down serves its standby API on the same socket.
+        site = web.SockSite(runner, sock.dup())
         await site.start()
         bound = sock.getsockname()[:2]
         self.listen_address = (str(bound[0]), int(bound[1]))

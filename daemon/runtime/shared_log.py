@@ -9,10 +9,17 @@ snapshot plus the tail, the lockstep's position, the adapter resumed from the re
 so cycle numbering and the simulation continue where the old leader stopped.
 
 The leader renews every `lease/3` seconds; a renewal that finds another epoch means it was taken
-over: the leader stops at once (exit 1).  That is good manners only: should a stale leader write
+over (it could not reach the database, or was paused, for longer than the lease while a standby
+could): the leader steps down at once.  That is good manners only: should a stale leader write
 before it notices (a process paused past its lease and resumed), the database refuses the write
-(its rows carry the old epoch; FencedError), which also stops it.  A clean stop releases the
-lease so a standby takes over without waiting.
+(its rows carry the old epoch; FencedError), which also makes it step down.  Stepping down stops
+the leading section (cycles, writer, dispatcher, the adapter's work, the leader's API; nothing
+more is written under the old epoch, and whatever was still in flight is refused), logs one
+warning naming the new leader, and goes back to standing by: the read-only API follows the log
+again and the replica may win a later term, which starts from the log exactly as a takeover does
+(a fresh projection, the lockstep's position, a new adapter resumed from the recorded facts).
+The process never exits for a lost term.  A clean stop releases the lease so a standby takes
+over without waiting.
 
 Riding out the database: the log retries a lost connection until the database answers again
 (store/postgres.py), so a leader's appends and renewals wait through an outage and it keeps its
@@ -37,7 +44,7 @@ from store.log import FencedError, LogError
 from store.pg_leadership import Leadership, lease_state
 from store.postgres import PostgresEventLog
 
-__all__ = ["IGNORE_LEASE_LOSS", "SharedLogLeader", "holder_name", "log_error_in"]
+__all__ = ["IGNORE_LEASE_LOSS", "SharedLogLeader", "holder_name", "log_error_in", "refusal_in"]
 
 log = logging.getLogger("fumarole.leader")
 
@@ -54,6 +61,16 @@ def log_error_in(exc: BaseException) -> LogError | None:
     """The LogError in `exc` (itself or inside exception groups; a FencedError first), or None."""
     found = [e for e in _leaves(exc) if isinstance(e, LogError)]
     return next((e for e in found if isinstance(e, FencedError)), found[0] if found else None)
+
+
+def refusal_in(exc: BaseException) -> FencedError | None:
+    """The FencedError that stopped a leading section, when that is all that stopped it (every
+    leaf of `exc` a LogError, one a FencedError: the other writes in flight failed with it); else
+    None (something else failed too, which must not be mistaken for a lost term)."""
+    leaves = _leaves(exc)
+    if not all(isinstance(e, LogError) for e in leaves):
+        return None
+    return next((e for e in leaves if isinstance(e, FencedError)), None)
 
 
 def _leaves(exc: BaseException) -> list[BaseException]:
@@ -133,19 +150,27 @@ class SharedLogLeader:
             except LogError as e:  # not an outage (the log waits those out): say so, try again
                 log.warning("cannot renew the lease of the shared log: %s", e)
                 continue
+            if self.ignore_loss:  # (test-only: carry on; the database refuses the next write)
+                return
             self.leading = False
             self.leader = state.holder
-            log.error(
-                "lost the lease of the shared log",
-                extra={"epoch": self.epoch, "now_epoch": state.epoch, "holder": state.holder},
-            )
-            if self.ignore_loss:
-                return
             self.lost = True
             res = on_lost()
             if res is not None:
                 await res
             return
+
+    async def stepped_down(self) -> tuple[str, int]:
+        """After a lost term: standing by again (`leading`, `lost` reset); who leads now and in
+        which epoch (waiting for the database if it cannot be reached)."""
+        self.leading = False
+        self.lost = False
+        try:
+            state = await lease_state(self.leadership.log)
+        except LogError:  # (a second signal gave up on a lost database)
+            return self.leader or "another replica", self.epoch + 1
+        self.leader = state.holder
+        return state.holder, state.epoch
 
     async def release(self) -> None:
         """Hand the lease over now (a clean stop)."""

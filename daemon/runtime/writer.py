@@ -18,7 +18,7 @@ import anyio
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
 from store.events import Event
-from store.log import EventLog
+from store.log import EventLog, FencedError
 
 log = logging.getLogger("fumarole.writer")
 
@@ -127,7 +127,8 @@ class Writer:
             with anyio.CancelScope(shield=True):
                 seqs = await self.log.append(events, idem_keys=keys, checkpoint=checkpoint)
         except Exception as e:  # the log is unchanged: tell every caller
-            log.error("append failed: %s", e)
+            # (a refused stale leader's append is reported once, by its step-down)
+            log.log(logging.DEBUG if isinstance(e, FencedError) else logging.ERROR, "append failed: %s", e)
             for r in reqs:
                 r.error = e
                 r.done.set()

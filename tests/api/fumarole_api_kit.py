@@ -5,12 +5,15 @@ from __future__ import annotations
 import asyncio
 import copy
 import os
+import shutil
 import socket
 import subprocess
 import sys
 import time
 from pathlib import Path
 from typing import Any
+
+import pytest
 
 from daemon.cache import Projection, load_projection
 from daemon.manifests import expand_job, load_objects
@@ -126,6 +129,31 @@ class LiveFixture:
         await self.writer.close()
         await self.task
         await self.log.close()
+
+
+def history_fixture(name: str, *, cycles: int) -> Any:
+    """A module-scoped fixture `history`: a log of `cycles` recorded cycles (write_history), written
+    once per module in a temporary directory named after `name`; use as `history = history_fixture(…)`."""
+
+    @pytest.fixture(scope="module")
+    def history(tmp_path_factory: pytest.TempPathFactory) -> Path:
+        db = tmp_path_factory.mktemp(name) / "log.db"
+        asyncio.run(write_history(str(db), cycles=cycles))
+        return db
+
+    return history
+
+
+def fresh_copy(history: Path, tmp_path: Path) -> Path:
+    """A copy of the recorded log `history` a test may write to (tmp_path/log.db)."""
+    db = tmp_path / "log.db"
+    shutil.copy(history, db)
+    return db
+
+
+async def live_copy(history: Path, tmp_path: Path) -> LiveFixture:
+    """A LiveFixture over a fresh copy of `history`."""
+    return await LiveFixture.open(str(fresh_copy(history, tmp_path)))
 
 
 def free_port() -> int:

@@ -4,17 +4,25 @@ configure them."""
 
 from __future__ import annotations
 
-import asyncio
 import http.client
 import json
-import shutil
 import subprocess
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from fumarole_api_kit import FUMAROLE, TOKEN, LiveFixture, child_env, start_serve, stop, write_history
+from fumarole_api_kit import (
+    FUMAROLE,
+    TOKEN,
+    LiveFixture,
+    child_env,
+    fresh_copy,
+    history_fixture,
+    live_copy,
+    start_serve,
+    stop,
+)
 
 from api.access import SESSION_COOKIE, Access, split_host
 from api.app import build_app
@@ -24,18 +32,12 @@ from daemon.runtime.settings import SettingsError, load_settings
 READ_TOKEN = "read-token-0123456789abcdef"
 
 
-@pytest.fixture(scope="module")
-def history(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    db = tmp_path_factory.mktemp("api-access") / "log.db"
-    asyncio.run(write_history(str(db), cycles=2))
-    return db
+history = history_fixture("api-access", cycles=2)
 
 
 @pytest.fixture
 async def fx(history: Path, tmp_path: Path) -> AsyncIterator[LiveFixture]:
-    db = tmp_path / "log.db"
-    shutil.copy(history, db)
-    f = await LiveFixture.open(str(db))
+    f = await live_copy(history, tmp_path)
     yield f
     await f.close()
 
@@ -131,8 +133,7 @@ async def test_a_foreign_origin_is_refused(fx: LiveFixture, aiohttp_client: Any)
 
 def test_a_dns_rebinding_request_to_a_real_server_is_refused(history: Path, tmp_path: Path) -> None:
     """The request a rebound page sends: to the daemon's address, with the attacker's name as Host."""
-    db = tmp_path / "log.db"
-    shutil.copy(history, db)
+    db = fresh_copy(history, tmp_path)
     proc, base = start_serve(db)
     try:
         port = int(base.rsplit(":", 1)[1])
@@ -261,8 +262,7 @@ def test_settings_read_the_token_from_a_file(tmp_path: Path) -> None:
 
 
 def test_serve_requires_the_token_and_never_prints_it(history: Path, tmp_path: Path) -> None:
-    db = tmp_path / "log.db"
-    shutil.copy(history, db)
+    db = fresh_copy(history, tmp_path)
     f = tmp_path / "read-token"
     f.write_text(READ_TOKEN + "\n")
     proc, base = start_serve(db, "--read-token", str(f), "--allowed-host", "fumarole.test")

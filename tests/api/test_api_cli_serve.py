@@ -12,17 +12,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from fumarole_api_kit import FUMAROLE, child_env, start_serve, stop, write_history
+from fumarole_api_kit import FUMAROLE, child_env, history_fixture, start_serve, stop
 
 from store.events import NodeUpserted
 from store.sqlite import SqliteEventLog
 
-
-@pytest.fixture(scope="module")
-def history(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    db = tmp_path_factory.mktemp("api-cli") / "log.db"
-    asyncio.run(write_history(str(db), cycles=2))
-    return db
+history = history_fixture("api-cli", cycles=2)
 
 
 def _explain(*args: str) -> subprocess.CompletedProcess[str]:

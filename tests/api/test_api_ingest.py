@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
-import shutil
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from fumarole_api_kit import TOKEN, LiveFixture, write_history
+from fumarole_api_kit import TOKEN, history_fixture, live_copy
 
 from api.app import build_app
 from daemon.runtime.api_view import ReadOnlyView
@@ -35,17 +33,11 @@ def _node(name: str, key: str) -> dict[str, Any]:
     }
 
 
-@pytest.fixture(scope="module")
-def history(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    db = tmp_path_factory.mktemp("api-ingest") / "log.db"
-    asyncio.run(write_history(str(db), cycles=1))
-    return db
+history = history_fixture("api-ingest", cycles=1)
 
 
 async def _client(history: Path, tmp_path: Path, aiohttp_client: Any, **kw: Any) -> Any:
-    db = tmp_path / "log.db"
-    shutil.copy(history, db)
-    fx = await LiveFixture.open(str(db))
+    fx = await live_copy(history, tmp_path)
     c = await aiohttp_client(build_app(fx.view, **kw))
     c.fx = fx
     return c

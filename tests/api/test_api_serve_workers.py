@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
 import signal
@@ -13,16 +12,11 @@ import urllib.request
 from pathlib import Path
 
 import pytest
-from fumarole_api_kit import FUMAROLE, child_env, stop, wait_for_url, write_history
+from fumarole_api_kit import FUMAROLE, child_env, history_fixture, stop, wait_for_url
 
 from api.app import WORKER_HEADER
 
-
-@pytest.fixture(scope="module")
-def history(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    db = tmp_path_factory.mktemp("api-workers") / "log.db"
-    asyncio.run(write_history(str(db), cycles=2))
-    return db
+history = history_fixture("api-workers", cycles=2)
 
 
 def _start(db: Path, *extra: str) -> subprocess.Popen[str]:

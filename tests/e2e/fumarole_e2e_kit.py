@@ -1,12 +1,19 @@
-"""Helpers for end-to-end tests: a small simulated cluster and workload, the daemon as a subprocess,
-and a reader of the resulting log."""
+"""Helpers for end-to-end tests: a small simulated cluster and workload, the daemon (and `fumarole
+serve`) as a subprocess and the URL of its REST API, the offline `schedule` over a dump, a free
+port, polling, a reader of the resulting log, and the uninterrupted run on a PostgreSQL log the
+replica tests compare with."""
 
 from __future__ import annotations
 
 import asyncio
+import json
 import os
+import re
+import socket
 import subprocess
 import sys
+import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -116,6 +123,73 @@ def start_daemon(*args: str, **extra_env: str) -> subprocess.Popen[str]:
         text=True,
         env=env(**extra_env),
     )
+
+
+def start_serve(db: Path | str, *args: str) -> subprocess.Popen[str]:
+    """`fumarole serve --db DB --listen 127.0.0.1:0 [args]` (read `rest_url` for its address)."""
+    return subprocess.Popen(
+        [FUMAROLE, "serve", "--db", str(db), "--listen", "127.0.0.1:0", *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env(),
+    )
+
+
+def rest_url(proc: subprocess.Popen[str]) -> str:
+    """The base URL of the process's "REST API on http://HOST:PORT" line (read from its stdout)."""
+    assert proc.stdout is not None
+    seen = []
+    for line in proc.stdout:
+        seen.append(line)
+        m = re.search(r"REST API on (http://\S+)", line)
+        if m:
+            return m.group(1)
+    raise AssertionError(f"the process ended before printing its REST API:\n{''.join(seen)}")
+
+
+def offline_binds(dump: Path) -> dict[str, str]:
+    """`fumarole schedule --now manifests --cluster DUMP`: pod name → node of every bind it decides."""
+    r = subprocess.run(
+        [FUMAROLE, "schedule", "--now", "manifests", "--cluster", str(dump), "--format", "json"],
+        capture_output=True,
+        text=True,
+        env=env(),
+    )
+    assert r.returncode == 0, r.stderr
+    return {k.partition("/")[2]: v for k, v in json.loads(r.stdout)["binds"].items()}
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def wait_for(check: Callable[[], object], what: str, timeout: float = 60) -> None:
+    """Poll `check` (an OSError counts as not yet) until it is truthy; fail naming `what`."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            if check():
+                return
+        except OSError:
+            pass
+        assert time.monotonic() < deadline, what
+        time.sleep(0.05)
+
+
+def uninterrupted_pg_run(dsn: str, lease: str) -> None:
+    """The bundled simulation run to its end on the PostgreSQL log `dsn` by one replica (lease
+    `lease` seconds): the reference the replica tests compare their logs with."""
+    p = subprocess.run(
+        [FUMAROLE, "run", "--db", dsn, "--no-api"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env(FUMAROLE_LEASE_DURATION=lease),
+    )
+    assert p.returncode == 0 and "workload drained" in p.stdout, p.stdout + p.stderr
 
 
 def read_log(db: Path) -> list[StoredEvent]:

@@ -10,6 +10,11 @@ process, `fumarole replay` identical, and every endpoint of both replicas answer
 (/readyz ready with the same leader, /healthz naming it, /v1/cycles, /v1/cycles/{id},
 /v1/decisions, /v1/jobs/{ns}/{name}, the lease-holder metric).
 
+A leader cut off from the database (a proxy between it and the server, tests/store/fumarole_pg_proxy.py)
+for longer than its lease while a standby takes over must step down, not exit: one line naming
+the new leader, its API read-only again and naming that leader; and once the new leader is killed
+it leads again, from the log as any takeover does, the run ending as the uninterrupted one.
+
 The server is this module's own (restarting the session's shared one would disturb other tests).
 """
 
@@ -17,7 +22,6 @@ from __future__ import annotations
 
 import json
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -27,8 +31,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from fumarole_e2e_kit import FUMAROLE, env
+from fumarole_e2e_kit import FUMAROLE, env, free_port, uninterrupted_pg_run, wait_for
 from test_e2e_postgres import (
+    LEASE,
     assert_invariants,
     assert_same_run,
     err,
@@ -38,10 +43,10 @@ from test_e2e_postgres import (
     read_pg,
     replica,
     stop_all,
-    wait_for,
 )
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "store"))
+from fumarole_pg_proxy import CuttableProxy
 from fumarole_pg_server import PgServer, find_bindir, require_pg, start_server
 from fumarole_store_kit import run_pg
 
@@ -65,21 +70,8 @@ def server() -> PgServer:
 @pytest.fixture(scope="module")
 def reference(server: PgServer) -> list[StoredEvent]:
     dsn = new_log(server)
-    p = subprocess.run(
-        [FUMAROLE, "run", "--db", dsn, "--no-api"],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env=env(FUMAROLE_LEASE_DURATION="1"),
-    )
-    assert p.returncode == 0 and "workload drained" in p.stdout, p.stdout + p.stderr
+    uninterrupted_pg_run(dsn, LEASE)
     return read_pg(dsn)
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def get(port: int, path: str) -> tuple[int, Any]:
@@ -169,7 +161,7 @@ FAULTS = [(1500, restart), (2500, stop_and_start), (3500, terminate_during_appen
 def test_the_replicas_ride_out_a_restart_a_stop_and_terminated_backends(server, reference):
     """One run (a leader A, a standby B, REST on both) through the three faults in turn."""
     dsn = new_log(server)
-    pa, pb = _free_port(), _free_port()
+    pa, pb = free_port(), free_port()
     a = replica(dsn, "--listen", f"127.0.0.1:{pa}", "--serve")
     b: subprocess.Popen[str] | None = None
     try:
@@ -212,6 +204,85 @@ def test_the_replicas_ride_out_a_restart_a_stop_and_terminated_backends(server, 
     rows = read_pg(dsn)
     assert_same_run(rows, reference, "through the faults")
     assert_invariants(rows, dsn, "through the faults")
+    r = subprocess.run(
+        [FUMAROLE, "replay", "--db", dsn], capture_output=True, text=True, timeout=120, env=env()
+    )
+    assert r.returncode == 0 and " 0 different" in r.stdout, r.stdout + r.stderr
+
+
+CUT_SECONDS = 2.5  # longer than the lease (1 s): the standby takes over meanwhile
+
+
+def _cut_off(proxy: CuttableProxy, dsn: str, epoch: int, new_leader: subprocess.Popen[str]) -> None:
+    """Cut the proxy until `new_leader` took the lease (epoch `epoch`), a little longer, restore."""
+    proxy.cut()
+    wait_for(lambda: lease(dsn) == (epoch, new_leader.pid), f"no takeover: {err(new_leader)}")
+    time.sleep(max(0.0, CUT_SECONDS - 1.0))
+    proxy.restore()
+
+
+def test_a_leader_cut_off_past_its_lease_steps_down_and_leads_again(server, reference):
+    """A leads through a proxy that is cut for longer than the lease while B (connected directly)
+    takes over: A steps down (no exit), stands by naming B; B is killed, A leads again; the log
+    ends as the uninterrupted run.  Cut off once more after the run drained (A only renews its
+    lease then, so it finds the lease taken rather than a write refused), A steps down again."""
+    dsn = new_log(server)
+    proxy = CuttableProxy(server.port)
+    pa, pb = free_port(), free_port()
+    a = replica(proxy.dsn_through(dsn), "--listen", f"127.0.0.1:{pa}", "--serve")
+    procs = [a]
+    try:
+        wait_for(lambda: lease(dsn)[1] == a.pid, f"A never led: {err(a)}")
+        b = replica(dsn, "--listen", f"127.0.0.1:{pb}", "--serve")
+        procs.append(b)
+        wait_for(lambda: get(pb, "/readyz")[0] == 200, f"B's API never caught up: {err(b)}")
+        wait_for(lambda: last_seq(dsn) >= FAULT_AT, "the run never got far")
+        _cut_off(proxy, dsn, 2, b)
+        # A stepped down: alive, its API read-only and naming B, while B goes on
+        wait_for(lambda: "stepped down" in err(a), f"A never stepped down: {err(a)}")
+        assert a.poll() is None, f"A exited {a.returncode}: {err(a)}"
+        before = last_seq(dsn)
+        wait_for(lambda: last_seq(dsn) > before + 50, "no write under B")
+        assert last_seq(dsn) < len(reference) - 500, "the run drained before B was killed"
+        answering(pa, b.pid, False)
+        answering(pb, b.pid, True)
+        b.kill()
+        b.wait()
+        wait_for(lambda: lease(dsn) == (3, a.pid), f"A never led again: {err(a)}")
+        wait_for(lambda: last_seq(dsn) == len(reference), "the run never drained", timeout=120)
+        logged = [r.seq for r in read_pg(dsn) if r.type in DECISION_TYPES]
+        answering(pa, a.pid, True, logged)
+        # drained, A only renews: cut off again while C takes over
+        c = replica(dsn, "--listen", f"127.0.0.1:{pb}", "--serve")
+        procs.append(c)
+        wait_for(lambda: get(pb, "/readyz")[0] == 200, f"C's API never caught up: {err(c)}")
+        _cut_off(proxy, dsn, 4, c)
+        wait_for(lambda: err(a).count("stepped down") == 2, f"A never stepped down again: {err(a)}")
+        answering(pa, c.pid, False, logged)
+        for p in (a, c):
+            p.send_signal(signal.SIGTERM)
+        for p in (a, c):
+            assert p.wait(60) == 0, err(p)
+    finally:
+        stop_all(procs)
+        proxy.close()
+    text = err(a)
+    assert "Traceback" not in text, text
+    down = [line for line in text.splitlines() if "stepped down" in line]
+    assert len(down) == 2, text  # one line each time, naming the new leader
+    assert f"/{b.pid}/" in down[0] and "leads the shared log now (epoch 2)" in down[0], down
+    assert "another replica took the lease over" in down[1] and f"/{c.pid}/" in down[1], down
+    assert not [line for line in text.splitlines() if line.startswith("error")], text
+    rows = read_pg(dsn)
+    assert_same_run(rows, reference, "through the step-downs and the second term")
+    assert_invariants(rows, dsn, "through the step-downs and the second term")
+    terms = run_pg(dsn, "SELECT epoch, holder FROM leader_terms ORDER BY epoch")
+    assert [(int(e), int(str(h).split("/")[1])) for e, h in terms] == [
+        (1, a.pid),
+        (2, b.pid),
+        (3, a.pid),
+        (4, c.pid),
+    ]
     r = subprocess.run(
         [FUMAROLE, "replay", "--db", dsn], capture_output=True, text=True, timeout=120, env=env()
     )

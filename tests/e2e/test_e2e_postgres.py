@@ -15,7 +15,6 @@ import json
 import os
 import random
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -25,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from fumarole_e2e_kit import FUMAROLE, env
+from fumarole_e2e_kit import FUMAROLE, env, free_port, uninterrupted_pg_run, wait_for
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "store"))
 from fumarole_pg_server import PgServer, fresh_dsn, require_pg
@@ -52,14 +51,7 @@ def server() -> PgServer:
 def reference(server: PgServer) -> list[StoredEvent]:
     """The bundled simulation, uninterrupted, on a PostgreSQL log."""
     dsn = fresh_dsn(server)
-    p = subprocess.run(
-        [FUMAROLE, "run", "--db", dsn, "--no-api"],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env=env(FUMAROLE_LEASE_DURATION=LEASE),
-    )
-    assert p.returncode == 0 and "workload drained" in p.stdout, p.stdout + p.stderr
+    uninterrupted_pg_run(dsn, LEASE)
     rows = read_pg(dsn)
     binds = [(r.event.namespace, r.event.name, r.event.uid) for r in rows if isinstance(r.event, BindDecided)]
     assert len(binds) > 100 and len(set(binds)) == len(binds)
@@ -225,9 +217,9 @@ def _stale_leader_attempt(server: PgServer, reference: list[StoredEvent]) -> Any
             assert time.monotonic() < deadline, "B never took over"
             time.sleep(0.02)
         a.send_signal(signal.SIGCONT)
-        a.wait(60)
+        # A steps down and stands by; B drains the run and stops, A leads again and finds it done
+        wait_all([b, a], 60)
         a_err = err(a)
-        wait_all([b], 60)
         assert b.returncode == 0, err(b)
     finally:
         stop_all([a] + ([b] if b else []))
@@ -236,16 +228,21 @@ def _stale_leader_attempt(server: PgServer, reference: list[StoredEvent]) -> Any
 
 def test_a_leader_paused_past_its_lease_is_refused_by_the_database(server, reference):
     """SIGSTOP the leader past its lease, let a standby take over, SIGCONT it: its next write is
-    refused by the database (SQLSTATE FM001), it stops, and the log holds nothing of its old term
-    after the takeover."""
+    refused by the database (SQLSTATE FM001), it steps down (one line naming the new leader) and
+    stands by, and the log holds nothing of its old term after the takeover; once the standby has
+    drained the run and stopped, the old leader leads again, finds the run done and stops (0)."""
     for _ in range(3):
         dsn, rc, err, stopped_at = _stale_leader_attempt(server, reference)
         if "idle-in-transaction" in err:
             continue  # paused inside a transaction: the server ended its session instead; again
         break
-    assert rc == 1, err
-    assert "the database refused this replica's write" in err and "stale leader" in err, err
-    assert "epoch 1 refused, the current epoch is 2" in err, err
+    assert rc == 0, err
+    down = [line for line in err.splitlines() if "stepped down" in line]
+    assert len(down) == 1, err
+    assert "the database refused this replica's write" in down[0] and "stale leader" in down[0], err
+    assert "epoch 1 refused, the current epoch is 2" in down[0] and "(epoch 2); standing by" in down[0], err
+    assert "Traceback" not in err, err
+    assert lease(dsn)[0] == 3, "the old leader did not lead again"
     first_of_b = int(run_pg(dsn, "SELECT first_seq FROM leader_terms WHERE epoch = 2")[0][0])
     assert first_of_b >= stopped_at
     late = run_pg(dsn, "SELECT count(*) FROM events WHERE epoch = 1 AND seq >= $1", first_of_b)[0][0]
@@ -253,12 +250,6 @@ def test_a_leader_paused_past_its_lease_is_refused_by_the_database(server, refer
     rows = read_pg(dsn)
     assert_same_run(rows, reference, "after the takeover")
     assert_invariants(rows, dsn, "after the takeover")
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def decisions_via_api(port: int) -> list[dict[str, Any]]:
@@ -274,21 +265,9 @@ def decisions_via_api(port: int) -> list[dict[str, Any]]:
         since = page["next_since"]
 
 
-def wait_for(check: Any, what: str, timeout: float = 60) -> None:
-    deadline = time.monotonic() + timeout
-    while True:
-        try:
-            if check():
-                return
-        except OSError:
-            pass
-        assert time.monotonic() < deadline, what
-        time.sleep(0.05)
-
-
 def test_a_standby_serves_the_shared_log_and_answers_the_same_after_taking_over(server, reference):
     dsn = new_log(server)
-    pa, pb = _free_port(), _free_port()
+    pa, pb = free_port(), free_port()
     a = replica(dsn, "--listen", f"127.0.0.1:{pa}", "--serve")
     b: subprocess.Popen[str] | None = None
     try:

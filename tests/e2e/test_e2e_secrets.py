@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import copy
 import json
-import re
 import signal
 import sqlite3
 import subprocess
@@ -20,7 +19,16 @@ from typing import Any
 import msgspec
 import pytest
 import yaml
-from fumarole_e2e_kit import FUMAROLE, env, read_log, run_daemon, write_small_sim
+from fumarole_e2e_kit import (
+    FUMAROLE,
+    env,
+    offline_binds,
+    read_log,
+    rest_url,
+    run_daemon,
+    start_serve,
+    write_small_sim,
+)
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "k8s"))
 
@@ -79,21 +87,9 @@ def serve() -> Iterator[Any]:
     procs: list[subprocess.Popen[str]] = []
 
     def start(db: Path) -> str:
-        p = subprocess.Popen(
-            [FUMAROLE, "serve", "--db", str(db), "--listen", "127.0.0.1:0"],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-            env=env(),
-        )
+        p = start_serve(db)
         procs.append(p)
-        assert p.stdout is not None
-        line = p.stdout.readline()
-        while line and "REST API on" not in line:
-            line = p.stdout.readline()
-        m = re.search(r"http://\S+", line)
-        assert m, line
-        return m.group(0)
+        return rest_url(p)
 
     yield start
     for p in procs:
@@ -190,25 +186,12 @@ def test_the_kubernetes_adapter_logs_and_serves_no_secret_and_decides_as_offline
         objects = as_manifests(kube, w)
         assert SECRET in json.dumps(objects)
         dump.write_text(yaml.safe_dump_all(objects, sort_keys=False))
-        r = subprocess.run(
-            [FUMAROLE, "schedule", "--now", "manifests", "--cluster", str(dump), "--format", "json"],
-            capture_output=True,
-            text=True,
-            env=env(),
-        )
-        assert r.returncode == 0, r.stderr
-        expected = {k.partition("/")[2]: v for k, v in json.loads(r.stdout)["binds"].items()}
+        expected = offline_binds(dump)
         assert expected
 
         proc = _start_k8s_daemon(api.url, tmp_path)
         try:
-            assert proc.stdout is not None
-            line = proc.stdout.readline()
-            while line and "REST API on" not in line:
-                line = proc.stdout.readline()
-            m = re.search(r"http://\S+", line)
-            assert m, line
-            base = m.group(0)
+            base = rest_url(proc)
 
             def bound() -> dict[str, str]:
                 return {

@@ -4,7 +4,6 @@ readers keep working beside it), a port already in use, a missing scheduler conf
 from __future__ import annotations
 
 import json
-import re
 import signal
 import socket
 import subprocess
@@ -12,7 +11,16 @@ import urllib.request
 from collections import Counter
 from pathlib import Path
 
-from fumarole_e2e_kit import FUMAROLE, env, read_log, run_daemon, start_daemon, write_small_sim
+from fumarole_e2e_kit import (
+    FUMAROLE,
+    env,
+    read_log,
+    rest_url,
+    run_daemon,
+    start_daemon,
+    start_serve,
+    write_small_sim,
+)
 
 
 def _cli(*args: str) -> subprocess.CompletedProcess[str]:
@@ -54,18 +62,8 @@ def test_a_second_daemon_on_the_same_data_dir_is_refused_and_readers_keep_workin
         assert explain.stdout.startswith("job e2e/j0:")
         replay = _cli("replay", "--db", str(db), "--format", "json")
         assert replay.returncode == 0, replay.stdout + replay.stderr
-        serve = subprocess.Popen(
-            [FUMAROLE, "serve", "--db", str(db), "--listen", "127.0.0.1:0"],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-            env=env(),
-        )
-        assert serve.stdout is not None
-        line = _read_until(serve.stdout, "REST API on")[-1]
-        url = re.search(r"http://\S+", line)
-        assert url is not None
-        with urllib.request.urlopen(f"{url.group(0)}/v1/cycles?limit=1", timeout=60) as resp:
+        serve = start_serve(db)
+        with urllib.request.urlopen(f"{rest_url(serve)}/v1/cycles?limit=1", timeout=60) as resp:
             assert resp.status == 200
         serve.send_signal(signal.SIGTERM)
         _, serve_err = serve.communicate(timeout=60)

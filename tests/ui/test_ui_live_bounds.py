@@ -5,7 +5,6 @@ and streams end when their connection goes, when their reader stops reading, or 
 from __future__ import annotations
 
 import asyncio
-import shutil
 import socket
 import time
 from collections.abc import AsyncIterator, Iterator
@@ -13,25 +12,19 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from fumarole_api_kit import LiveFixture, start_serve, stop, write_history
+from fumarole_api_kit import fresh_copy, history_fixture, live_copy, start_serve, stop
 from ui_kit import live_request, read_hello
 
 from api.app import build_app
 from api.ui import FEED_KEY
 
-
-@pytest.fixture(scope="module")
-def history(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    db = tmp_path_factory.mktemp("ui-live-bounds") / "log.db"
-    asyncio.run(write_history(str(db), cycles=2))
-    return db
+history = history_fixture("ui-live-bounds", cycles=2)
 
 
 @pytest.fixture
 def served(history: Path, tmp_path: Path) -> Iterator[int]:
     """A fresh server per test (each test starts with every slot free)."""
-    db = tmp_path / "log.db"
-    shutil.copy(history, db)
+    db = fresh_copy(history, tmp_path)
     proc, base = start_serve(db)
     try:
         yield int(base.rsplit(":", 1)[1])
@@ -119,9 +112,7 @@ def test_the_total_is_still_bounded(served: int) -> None:
 
 @pytest.fixture
 async def client(history: Path, tmp_path: Path, aiohttp_client: Any) -> AsyncIterator[Any]:
-    db = tmp_path / "log.db"
-    shutil.copy(history, db)
-    fx = await LiveFixture.open(str(db))
+    fx = await live_copy(history, tmp_path)
     c = await aiohttp_client(build_app(fx.view))
     yield c
     await c.close()

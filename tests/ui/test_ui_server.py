@@ -5,7 +5,6 @@ subscriptions closed when the browser leaves or the server stops)."""
 from __future__ import annotations
 
 import asyncio
-import shutil
 import subprocess
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -13,7 +12,7 @@ from typing import Any
 
 import msgspec
 import pytest
-from fumarole_api_kit import FUMAROLE, LiveFixture, child_env, write_history
+from fumarole_api_kit import FUMAROLE, LiveFixture, child_env, fresh_copy, history_fixture, live_copy
 
 from api.app import build_app
 from api.ui import FEED_KEY
@@ -23,18 +22,12 @@ from store.events import CycleClosed, CycleOpened
 JAEGER = "https://jaeger.example/base"
 
 
-@pytest.fixture(scope="module")
-def history(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    db = tmp_path_factory.mktemp("ui-server") / "log.db"
-    asyncio.run(write_history(str(db), cycles=3))
-    return db
+history = history_fixture("ui-server", cycles=3)
 
 
 @pytest.fixture
 async def client(history: Path, tmp_path: Path, aiohttp_client: Any) -> AsyncIterator[Any]:
-    db = tmp_path / "log.db"
-    shutil.copy(history, db)
-    fx = await LiveFixture.open(str(db))
+    fx = await live_copy(history, tmp_path)
     c = await aiohttp_client(build_app(fx.view, jaeger_url=JAEGER + "/"))
     c.fx = fx
     yield c
@@ -76,9 +69,7 @@ async def test_assets_are_served_from_the_package(client: Any) -> None:
 
 
 async def test_no_dashboard_when_not_asked(history: Path, tmp_path: Path, aiohttp_client: Any) -> None:
-    db = tmp_path / "log.db"
-    shutil.copy(history, db)
-    fx = await LiveFixture.open(str(db))
+    fx = await live_copy(history, tmp_path)
     try:
         c = await aiohttp_client(build_app(fx.view, dashboard=False))
         assert (await c.get("/ui/")).status == 404
@@ -263,8 +254,7 @@ def test_serve_stops_promptly_with_a_dashboard_connected(history: Path, tmp_path
 
     from fumarole_api_kit import start_serve, stop
 
-    db = tmp_path / "log.db"
-    shutil.copy(history, db)
+    db = fresh_copy(history, tmp_path)
     proc, base = start_serve(db)
     try:
         stream = urllib.request.urlopen(base + "/ui/live", timeout=10)
