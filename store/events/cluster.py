@@ -128,6 +128,19 @@ class HyperNodeDeleted(EventBase, frozen=True, tag="hypernode.deleted"):
     at_ms: int = 0
 
 
+class NumatopologyUpserted(EventBase, frozen=True, tag="numatopology.upserted"):
+    """A nodeinfo.volcano.sh/v1alpha1 Numatopology (cluster-scoped, named after its node)."""
+
+    name: str
+    manifest: Manifest
+    at_ms: int = 0
+
+
+class NumatopologyDeleted(EventBase, frozen=True, tag="numatopology.deleted"):
+    name: str
+    at_ms: int = 0
+
+
 class ResyncStarted(EventBase, frozen=True, tag="resync.started"):
     source: str
     kinds: tuple[str, ...] = ()
@@ -172,6 +185,8 @@ ObservedEvent = (
     | NamespaceDeleted
     | HyperNodeUpserted
     | HyperNodeDeleted
+    | NumatopologyUpserted
+    | NumatopologyDeleted
     | ResyncStarted
     | ResyncCompleted
     | ClockAdvanced
@@ -184,6 +199,7 @@ _CLUSTER_SCOPED: dict[str, type[EventBase]] = {
     "PriorityClass": PriorityClassUpserted,
     "Namespace": NamespaceUpserted,
     "HyperNode": HyperNodeUpserted,
+    "Numatopology": NumatopologyUpserted,
 }
 _NAMESPACED: dict[str, type[EventBase]] = {
     "Pod": PodUpserted,

@@ -59,6 +59,7 @@ RESYNC_KINDS = (
     "HyperNode",
     "Namespace",
     "Node",
+    "Numatopology",
     "Pod",
     "PodGroup",
     "PriorityClass",

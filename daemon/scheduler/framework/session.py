@@ -186,6 +186,8 @@ class Session(Combinators):
         # HyperNodes (framework/topology.py): the specs, resolved on first use; jobs with a
         # network topology have it adjusted and their allocated HyperNode recovered now.
         self.hypernode_specs = snap.hypernodes
+        # Numatopology objects by node name (read by numa-aware).
+        self.numatopologies = snap.numatopologies
         self.hypernode_topology: Topology | None = None
         # Why allocate's HyperNode search found no place for a job: job uid -> message.
         self.topology_reasons: dict[str, str] = {}

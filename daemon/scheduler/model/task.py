@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from enum import IntEnum
+from fractions import Fraction
 from typing import Any
 
 from daemon.scheduler.model.devices import ContainerResources
@@ -92,6 +93,9 @@ class PodFacts:
     # lastTransitionTime of the first PodScheduled condition with status True (None: no such
     # condition), read by the cdp plugin.
     scheduled_time: float | None = None
+    # Read by numa-aware: QoS class Guaranteed, and each app container's (name, cpu request).
+    guaranteed: bool = False
+    cpu_containers: tuple[tuple[str, Fraction | None], ...] = ()
 
     @property
     def has_affinity_terms(self) -> bool:
