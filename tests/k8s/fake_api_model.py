@@ -54,9 +54,13 @@ class Resource:
         return f"{self.plural}.{self.group}" if self.group else self.plural
 
 
-def crd_resources() -> list[Resource]:
+def crd_resources(numa: bool = True) -> list[Resource]:
+    """Volcano's PodGroup and Queue CRDs, and the Numatopology one unless `numa` is false."""
     out = []
-    for name in ("scheduling.volcano.sh_podgroups.json", "scheduling.volcano.sh_queues.json"):
+    names = ["scheduling.volcano.sh_podgroups.json", "scheduling.volcano.sh_queues.json"]
+    if numa:
+        names.append("nodeinfo.volcano.sh_numatopologies.json")
+    for name in names:
         crd = json.loads((CRDS / name).read_text())
         spec = crd["spec"]
         for v in spec["versions"]:

@@ -27,6 +27,7 @@ PATHS = {
     "PodDisruptionBudget": ("/apis/policy/v1", "poddisruptionbudgets", True),
     "PodGroup": ("/apis/scheduling.volcano.sh/v1beta1", "podgroups", True),
     "Queue": ("/apis/scheduling.volcano.sh/v1beta1", "queues", False),
+    "Numatopology": ("/apis/nodeinfo.volcano.sh/v1alpha1", "numatopologies", False),
     "Lease": ("/apis/coordination.k8s.io/v1", "leases", True),
     "ClusterRole": ("/apis/rbac.authorization.k8s.io/v1", "clusterroles", False),
     "ClusterRoleBinding": ("/apis/rbac.authorization.k8s.io/v1", "clusterrolebindings", False),

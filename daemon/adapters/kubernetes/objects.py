@@ -27,6 +27,7 @@ from daemon.manifests.redaction import redact_pod
 from store.events import (
     NamespaceDeleted,
     NodeDeleted,
+    NumatopologyDeleted,
     ObservedEvent,
     PodDeleted,
     PodDisruptionBudgetDeleted,
@@ -47,6 +48,8 @@ class Kind:
     api_version: str
     plural: str
     namespaced: bool
+    # A CRD the cluster may lack (Numatopology): a 404 on its list means "not installed".
+    optional: bool = False
 
     @property
     def path(self) -> str:
@@ -60,6 +63,7 @@ KINDS: tuple[Kind, ...] = (
     Kind("PriorityClass", "scheduling.k8s.io/v1", "priorityclasses", False),
     Kind("Queue", "scheduling.volcano.sh/v1beta1", "queues", False),
     Kind("Node", "v1", "nodes", False),
+    Kind("Numatopology", "nodeinfo.volcano.sh/v1alpha1", "numatopologies", False, optional=True),
     Kind("ResourceQuota", "v1", "resourcequotas", True),
     Kind("PodDisruptionBudget", "policy/v1", "poddisruptionbudgets", True),
     Kind("PodGroup", "scheduling.volcano.sh/v1beta1", "podgroups", True),
@@ -72,6 +76,7 @@ _DELETED = {
     "PriorityClass": PriorityClassDeleted,
     "Queue": QueueDeleted,
     "Node": NodeDeleted,
+    "Numatopology": NumatopologyDeleted,
     "ResourceQuota": ResourceQuotaDeleted,
     "PodDisruptionBudget": PodDisruptionBudgetDeleted,
     "PodGroup": PodGroupDeleted,

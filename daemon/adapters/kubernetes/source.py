@@ -87,6 +87,9 @@ class KubeSource:
         self.resource_versions: dict[str, str] = {}
         self.relists: Counter[str] = Counter()
         self.reconnects: Counter[str] = Counter()
+        # Optional kinds whose CRD the server does not serve (404 on list): neither listed again
+        # nor watched; said once at info level.
+        self.absent: set[str] = set()
 
     # ------------------------------------------------------------------ restart
     def resume(self, facts: Iterable[EventBase]) -> None:
@@ -111,9 +114,15 @@ class KubeSource:
         async def fetch(query: dict[str, Any]) -> tuple[int, bytes]:
             return await self.api.request_bytes("GET", kind.path, query=query, timeout=300)
 
+        if kind.name in self.absent:
+            return [], ""
         try:
             return await list_collection(kind.name, fetch, self.page_size)
         except ListFailed as e:
+            if e.status == 404 and kind.optional:
+                self.absent.add(kind.name)
+                log.info("%s: the %s CRD is not installed (404); going on without it", kind.plural, kind.name)
+                return [], ""
             raise KubeTransientError(f"list {kind.plural}: {e.status} {message_of(e.body)}") from None
 
     async def list_kind(self, kind: Kind) -> tuple[list[ObservedEvent], list[str | None]]:
@@ -176,11 +185,12 @@ class KubeSource:
         """Watch every kind until cancelled (call after `list_all` was submitted)."""
         async with anyio.create_task_group() as tg:
             for kind in KINDS:
-                tg.start_soon(self.watch_kind, kind, submit)
+                if kind.name not in self.absent:
+                    tg.start_soon(self.watch_kind, kind, submit)
 
     async def watch_kind(self, kind: Kind, submit: Submit) -> None:
         delay = 0.2
-        while True:
+        while kind.name not in self.absent:
             try:
                 await self._watch_once(kind, submit)
                 delay = 0.2
