@@ -63,6 +63,7 @@ Decision = BindDecided | EvictDecided
 RESYNC_KINDS: tuple[str, ...] = (
     "Namespace",
     "Node",
+    "Numatopology",
     "Pod",
     "PodDisruptionBudget",
     "PodGroup",

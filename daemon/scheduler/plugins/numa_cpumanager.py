@@ -11,12 +11,12 @@ Allocate: CPUs of the best hint's NUMA nodes first (kubelet's takeByTopology: wh
 then whole cores, then single CPUs), then the rest anywhere; when either step fails, the
 container gets no CPUs (an empty set), as in Volcano.
 
-Quirks kept: `freeSockets` intersects socket ids with CPU ids; CPUs missing from cpuDetail
-count as NUMA node 0; the core and CPU orderings use Volcano's comparators, which are not
-strict weak orders ("a<b || c<d"): the result depends on the sorting algorithm.  Go's sort.Slice
-runs insertion sort on up to 12 elements, which this reproduces exactly; on longer lists Go's
-pdqsort may order differently (documented in docs/plugins.md).  Socket ids start sorted (Volcano
-starts from a Go map's random order).
+Quirks kept: `freeSockets` intersects socket ids with CPU ids (`freeCores` core ids); CPUs
+missing from cpuDetail count as NUMA node 0; the core and CPU orderings use Volcano's
+comparators, which are not strict weak orders ("a<b || c<d"): the result depends on the
+sorting algorithm.  Go's sort.Slice runs insertion sort on up to 12 elements, which this
+reproduces exactly; on longer lists Go's pdqsort may order differently (documented in
+docs/plugins.md).  Socket ids start sorted (Volcano starts from a Go map's random order).
 """
 
 from __future__ import annotations
