@@ -64,6 +64,7 @@ RESYNC_KINDS: tuple[str, ...] = (
     "HyperNode",
     "Namespace",
     "Node",
+    "Numatopology",
     "Pod",
     "PodDisruptionBudget",
     "PodGroup",

@@ -330,6 +330,7 @@ def freeze_dirty(
         priority_classes=prev.priority_classes,
         other_tasks=[],
         hypernodes=prev.hypernodes,
+        numatopologies=prev.numatopologies,
         now=now,
         session_id=sid,
     )

@@ -247,6 +247,8 @@ class Projection(ProjectionState):
                 rec = d.namespace(name, manifest, source=src)
             elif kind == "HyperNode":
                 rec = d.hypernode(name, manifest, source=src)
+            elif kind == "Numatopology":
+                rec = d.numatopology(name, manifest, source=src)
             elif kind == "PodDisruptionBudget":
                 rec = d.pod_disruption_budget(ns, name, manifest, source=src)
             else:
@@ -300,6 +302,7 @@ class Projection(ProjectionState):
                 priority_classes=dict(prev.priority_classes),
                 other_tasks=list(prev.other_tasks),
                 hypernodes=prev.hypernodes,
+                numatopologies=prev.numatopologies,
                 now=now,
                 session_id=sid,
                 node_usage=dict(self.node_usage),
@@ -356,6 +359,9 @@ class Projection(ProjectionState):
                 self.default_queue, weight=1, reclaimable=True, state=QUEUE_OPEN
             )
         snap.hypernodes = tuple(sorted((hn for _key, hn in self._records("HyperNode")), key=_spec_name))
+        snap.numatopologies = {
+            nt.name: nt for _key, nt in sorted(self._records("Numatopology"), key=lambda kv: kv[0])
+        }
         node_recs = list(self._records("Node"))
         node_names = {n.name for _key, n in node_recs}
 

@@ -10,6 +10,7 @@ from daemon.manifests.hypernodes import decode_hypernode
 from daemon.manifests.kinds import GROUP_NAME_KEY, KIND_GROUPS, SUPPORTED_KINDS
 from daemon.manifests.namespaces import decode_namespace, decode_pdb, decode_resource_quota
 from daemon.manifests.nodes import decode_node
+from daemon.manifests.numatopologies import decode_numatopology
 from daemon.manifests.objects import Claims, Entry
 from daemon.manifests.podgroups import decode_podgroup, job_info, normal_pod_group
 from daemon.manifests.pods import Pod, decode_pod, pod_task
@@ -18,6 +19,7 @@ from daemon.manifests.queues import decode_queue
 from daemon.scheduler.model.hypernode import HyperNodeSpec
 from daemon.scheduler.model.job import JobInfo
 from daemon.scheduler.model.node import NodeInfo
+from daemon.scheduler.model.numa import NumaTopology
 from daemon.scheduler.model.queue import (
     DEFAULT_QUEUE,
     NamespaceInfo,
@@ -73,6 +75,9 @@ class ObjectDecoder:
 
     def hypernode(self, name: str, obj: Any, *, source: str = "") -> HyperNodeSpec:
         return decode_hypernode(self._entry("HyperNode", "", name, obj, source))
+
+    def numatopology(self, name: str, obj: Any, *, source: str = "") -> NumaTopology:
+        return decode_numatopology(self._entry("Numatopology", "", name, obj, source))
 
     def namespace(self, name: str, obj: Any, *, source: str = "") -> NamespaceInfo:
         return decode_namespace(self._entry("Namespace", "", name, obj, source))

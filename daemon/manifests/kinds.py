@@ -37,6 +37,7 @@ SUPPORTED_KINDS: dict[tuple[str, str], tuple[str, bool]] = {
     ("scheduling.volcano.sh", "PodGroup"): ("scheduling.volcano.sh/v1beta1", True),
     ("batch.volcano.sh", "Job"): ("batch.volcano.sh/v1alpha1", True),
     ("topology.volcano.sh", "HyperNode"): ("topology.volcano.sh/v1alpha1", False),
+    ("nodeinfo.volcano.sh", "Numatopology"): ("nodeinfo.volcano.sh/v1alpha1", False),
 }
 KIND_GROUPS = {kind: group for group, kind in SUPPORTED_KINDS}
 _GO_BOOLS = GO_PARSE_BOOL  # strconv.ParseBool

@@ -22,6 +22,8 @@ class Requests:
     """Per-container request/limit lists of one pod spec, validated."""
 
     containers: list[tuple[dict[str, Fraction], dict[str, Fraction]]] = field(default_factory=list)
+    # the app containers' names, in spec order (numa-aware names the container it cannot place)
+    names: list[str] = field(default_factory=list)
     inits: list[tuple[dict[str, Fraction], dict[str, Fraction], bool]] = field(default_factory=list)
     pod_level: dict[str, Fraction] = field(default_factory=dict)
     overhead: dict[str, Fraction] = field(default_factory=dict)
@@ -129,3 +131,43 @@ def times(usage: Mapping[str, Fraction], count: int) -> dict[str, Fraction]:
 
 
 # =============================================================================================
+
+
+_QOS_RESOURCES = ("cpu", "memory")
+
+
+def guaranteed_qos(r: Requests) -> bool:
+    """v1qos.GetPodQOS(pod) == Guaranteed, over init and app containers (cpu and memory only;
+    requests defaulted from limits, as the API server does; pod-level resources not read)."""
+    requests: dict[str, Fraction] = {}
+    limits: dict[str, Fraction] = {}
+    guaranteed = True
+    every = [(q, l) for q, l in r.containers] + [(q, l) for q, l, _ in r.inits]
+    for req, lim in every:
+        eff = _effective(req, lim, True)
+        for name in _QOS_RESOURCES:
+            if eff.get(name, 0) > 0:
+                requests[name] = requests.get(name, Fraction(0)) + eff[name]
+        found = set()
+        for name in _QOS_RESOURCES:
+            if lim.get(name, 0) > 0:
+                found.add(name)
+                limits[name] = limits.get(name, Fraction(0)) + lim[name]
+        if len(found) != len(_QOS_RESOURCES):
+            guaranteed = False
+    if not requests and not limits:
+        return False
+    if guaranteed:
+        for name, q in requests.items():
+            if limits.get(name) != q:
+                guaranteed = False
+                break
+    return guaranteed and len(requests) == len(limits)
+
+
+def container_cpu_requests(r: Requests) -> tuple[tuple[str, Fraction | None], ...]:
+    """Each app container's name and effective cpu request (None: no cpu request)."""
+    names = r.names + [""] * (len(r.containers) - len(r.names))
+    return tuple(
+        (n, _effective(q, l, True).get("cpu")) for n, (q, l) in zip(names, r.containers, strict=False)
+    )

@@ -14,7 +14,13 @@ from typing import Any
 from daemon.manifests.fields import INT32_MAX, INT32_MIN, Doc, Obj, join, plain_quantities
 from daemon.manifests.kinds import DEFAULT_SCHEDULER, TASK_PRIORITY_KEY, TASK_SPEC_KEY, preemptable
 from daemon.manifests.objects import Claims, Entry
-from daemon.manifests.pod_requests import Requests, cpu_mem_limits, volcano_request
+from daemon.manifests.pod_requests import (
+    Requests,
+    container_cpu_requests,
+    cpu_mem_limits,
+    guaranteed_qos,
+    volcano_request,
+)
 from daemon.scheduler.model.devices import ContainerResources, pod_extended_resources
 from daemon.scheduler.model.queue import PriorityClassInfo
 from daemon.scheduler.model.task import HostPort, PodFacts, TaskInfo, Toleration, status_from_pod
@@ -119,6 +125,10 @@ def plain_pod_spec(spec: Obj, scheduler_default: str) -> PodSpec | None:
             for k in c:
                 if type(k) is not str:
                     return None
+            cname = c.get("name", "")
+            if type(cname) is not str:
+                return None
+            reqs.names.append(cname)
             image = c.get("image")
             if image is not None:
                 if type(image) is not str:
@@ -176,6 +186,7 @@ def checked_pod_spec(d: Doc, spec: Obj, path: str, scheduler_default: str) -> Po
                 reqs.inits.append((req, lim, policy == "Always"))
                 continue
             reqs.containers.append((req, lim))
+            reqs.names.append(d.string(c.get("name"), join(cp, "name")))
             for j, port in enumerate(d.seq(c.get("ports"), join(cp, "ports"))):
                 pp = join(join(cp, "ports"), j)
                 port = d.mapping(port, pp)
@@ -318,6 +329,8 @@ def pod_task(p: Pod, job: str, pcs: Mapping[str, PriorityClassInfo]) -> TaskInfo
         start_time=p.start_time,
         cpu_mem_limits=cpu_mem_limits(s.requests),
         extended_resources=_extended_resources(s.requests),
+        guaranteed=guaranteed_qos(s.requests),
+        cpu_containers=container_cpu_requests(s.requests),
     )
     return TaskInfo(
         uid=p.uid,

@@ -27,6 +27,7 @@ from daemon.manifests.kinds import GROUP_NAME_KEY
 from daemon.manifests.namespaces import decode_namespace, decode_pdb, decode_resource_quota
 from daemon.manifests.node_usage import node_usage_of
 from daemon.manifests.nodes import decode_node
+from daemon.manifests.numatopologies import decode_numatopology
 from daemon.manifests.objects import Claims, Entry, classify
 from daemon.manifests.podgroups import Group, decode_podgroup, job_info, normal_pod_group
 from daemon.manifests.pods import Pod, decode_pod, pod_task
@@ -159,6 +160,8 @@ class _Builder:
         snap.hypernodes = tuple(
             sorted((decode_hypernode(e) for e in by_kind.get("HyperNode", [])), key=_name)
         )
+        for e in by_kind.get("Numatopology", []):
+            snap.numatopologies[e.name] = decode_numatopology(e)
 
         groups: dict[str, Group] = {}
         pods: list[Pod] = []

@@ -145,6 +145,19 @@ class NodeUsageObserved(EventBase, frozen=True, tag="node.usage"):
     at_ms: int = 0
 
 
+class NumatopologyUpserted(EventBase, frozen=True, tag="numatopology.upserted"):
+    """A nodeinfo.volcano.sh/v1alpha1 Numatopology (cluster-scoped, named after its node)."""
+
+    name: str
+    manifest: Manifest
+    at_ms: int = 0
+
+
+class NumatopologyDeleted(EventBase, frozen=True, tag="numatopology.deleted"):
+    name: str
+    at_ms: int = 0
+
+
 class ResyncStarted(EventBase, frozen=True, tag="resync.started"):
     source: str
     kinds: tuple[str, ...] = ()
@@ -190,6 +203,8 @@ ObservedEvent = (
     | HyperNodeUpserted
     | HyperNodeDeleted
     | NodeUsageObserved
+    | NumatopologyUpserted
+    | NumatopologyDeleted
     | ResyncStarted
     | ResyncCompleted
     | ClockAdvanced
@@ -202,6 +217,7 @@ _CLUSTER_SCOPED: dict[str, type[EventBase]] = {
     "PriorityClass": PriorityClassUpserted,
     "Namespace": NamespaceUpserted,
     "HyperNode": HyperNodeUpserted,
+    "Numatopology": NumatopologyUpserted,
 }
 _NAMESPACED: dict[str, type[EventBase]] = {
     "Pod": PodUpserted,

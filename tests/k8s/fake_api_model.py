@@ -54,13 +54,16 @@ class Resource:
         return f"{self.plural}.{self.group}" if self.group else self.plural
 
 
-def crd_resources(hypernodes: bool = True) -> list[Resource]:
+def crd_resources(hypernodes: bool = True, numa: bool = True) -> list[Resource]:
     """Volcano's PodGroup and Queue CRDs, and (unless `hypernodes` is False: a cluster without
-    Volcano's network-topology CRD) the HyperNode CRD, topology.volcano.sh/v1alpha1."""
+    Volcano's network-topology CRD) the HyperNode CRD, topology.volcano.sh/v1alpha1, and the
+    Numatopology one (nodeinfo.volcano.sh) unless `numa` is False."""
     out = []
     names = ["scheduling.volcano.sh_podgroups.json", "scheduling.volcano.sh_queues.json"]
     if hypernodes:
         names.append("topology.volcano.sh_hypernodes.json")
+    if numa:
+        names.append("nodeinfo.volcano.sh_numatopologies.json")
     for name in names:
         crd = json.loads((CRDS / name).read_text())
         spec = crd["spec"]

@@ -74,8 +74,9 @@ class FakeApiServer(FakeWrites):
         bookmark_interval: float = 1.0,
         crds: bool = True,
         hypernodes: bool = True,
+        numa_crd: bool = True,
     ) -> None:
-        self.resources = list(BUILTIN) + (crd_resources(hypernodes) if crds else [])
+        self.resources = list(BUILTIN) + (crd_resources(hypernodes, numa_crd) if crds else [])
         self.store = Store(self.resources)
         self.tokens: dict[str, set[tuple[str, str]] | str] = tokens if tokens is not None else {"admin": ALL}
         self.users: dict[str, str] = {}  # token -> user name (default: the token itself)

@@ -28,6 +28,7 @@ PATHS = {
     "PodGroup": ("/apis/scheduling.volcano.sh/v1beta1", "podgroups", True),
     "Queue": ("/apis/scheduling.volcano.sh/v1beta1", "queues", False),
     "HyperNode": ("/apis/topology.volcano.sh/v1alpha1", "hypernodes", False),
+    "Numatopology": ("/apis/nodeinfo.volcano.sh/v1alpha1", "numatopologies", False),
     "Lease": ("/apis/coordination.k8s.io/v1", "leases", True),
     "ClusterRole": ("/apis/rbac.authorization.k8s.io/v1", "clusterroles", False),
     "ClusterRoleBinding": ("/apis/rbac.authorization.k8s.io/v1", "clusterrolebindings", False),

@@ -221,7 +221,8 @@ class KubeSource:
         """Watch every kind until cancelled (call after `list_all` was submitted)."""
         async with anyio.create_task_group() as tg:
             for kind in KINDS:
-                tg.start_soon(self.watch_kind, kind, submit)
+                if kind.name not in self.absent:
+                    tg.start_soon(self.watch_kind, kind, submit)
 
     async def watch_kind(self, kind: Kind, submit: Submit) -> None:
         delay = 0.2

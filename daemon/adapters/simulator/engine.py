@@ -61,6 +61,7 @@ RESYNC_KINDS = (
     "HyperNode",
     "Namespace",
     "Node",
+    "Numatopology",
     "Pod",
     "PodGroup",
     "PriorityClass",

@@ -60,6 +60,7 @@ CLUSTER_KINDS = (
     "HyperNode",
     "Namespace",
     "Node",
+    "Numatopology",
     "PodDisruptionBudget",
     "PriorityClass",
     "Queue",

@@ -78,6 +78,7 @@ PLUGINS: dict[str, PluginFactory] = {
     "network-topology-aware": Deferred(_PLUGINS + "network_topology_aware"),
     "usage": Deferred(_PLUGINS + "usage"),
     "rescheduling": Deferred(_PLUGINS + "rescheduling"),
+    "numa-aware": Deferred(_PLUGINS + "numa_aware"),
 }
 
 # Plugins of Fumarole that Volcano does not have (opt-in: a configuration must name them).
@@ -89,4 +90,4 @@ BEYOND_VOLCANO_PLUGINS: frozenset[str] = frozenset(
 # configuration naming them is accepted with a warning (plugins) or refused clearly (actions).
 KNOWN_UNIMPLEMENTED_ACTIONS: frozenset[str] = frozenset()
 # Plugin names Volcano's factory.go registers that Fumarole has no builder for (commit ed72c7c8).
-VOLCANO_ONLY_PLUGINS: frozenset[str] = frozenset({"extender", "numa-aware"})
+VOLCANO_ONLY_PLUGINS: frozenset[str] = frozenset({"extender"})

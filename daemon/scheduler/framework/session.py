@@ -200,6 +200,8 @@ class Session(Combinators):
         # Node usage from the metrics source and the previous session's now (usage, rescheduling).
         self.node_usage = snap.node_usage
         self.previous_now = snap.previous_now
+        # Numatopology objects by node name (read by numa-aware).
+        self.numatopologies = snap.numatopologies
         self.hypernode_topology: Topology | None = None
         # Why allocate's HyperNode search found no place for a job: job uid -> message.
         self.topology_reasons: dict[str, str] = {}

@@ -9,6 +9,7 @@ from daemon.scheduler.model.job import JobInfo
 from daemon.scheduler.model.node import NodeInfo
 from daemon.scheduler.model.node_derived import NodeDerived
 from daemon.scheduler.model.node_usage import NodeUsage
+from daemon.scheduler.model.numa import NumaTopology
 from daemon.scheduler.model.queue import NamespaceInfo, PriorityClassInfo, QueueInfo
 from daemon.scheduler.model.task import TaskInfo
 
@@ -29,6 +30,8 @@ class ClusterSnapshot:
     other_tasks: list[TaskInfo] = field(default_factory=list)
     # HyperNode objects (topology.volcano.sh), by name; the session resolves them (model/hypernode.py).
     hypernodes: tuple[HyperNodeSpec, ...] = ()
+    # Numatopology objects (nodeinfo.volcano.sh), by name = node name (model/numa.py).
+    numatopologies: dict[str, NumaTopology] = field(default_factory=dict)
     now: float = 0.0
     session_id: str = "session-0"
     # Node usage from a metrics source, by node name (model/node_usage.py; usage, rescheduling).
@@ -69,6 +72,7 @@ class ClusterSnapshot:
             priority_classes=self.priority_classes,
             other_tasks=list(self.other_tasks),
             hypernodes=self.hypernodes,
+            numatopologies=self.numatopologies,
             now=self.now,
             session_id=self.session_id,
             node_usage=self.node_usage,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from enum import IntEnum
+from fractions import Fraction
 from typing import Any
 
 from daemon.scheduler.model.devices import ContainerResources
@@ -96,6 +97,9 @@ class PodFacts:
     start_time: float | None = None
     # GetPodResourceLimit's CPU (milli) and memory (bytes); 0 where no container sets a limit.
     cpu_mem_limits: tuple[float, float] = (0.0, 0.0)
+    # Read by numa-aware: QoS class Guaranteed, and each app container's (name, cpu request).
+    guaranteed: bool = False
+    cpu_containers: tuple[tuple[str, Fraction | None], ...] = ()
 
     @property
     def has_affinity_terms(self) -> bool:
