@@ -13,6 +13,7 @@ from fumarole_sched_kit import mk_conf, open_session, run_actions
 
 from daemon.manifests import build_snapshot
 from daemon.scheduler.framework.conf import ConfError
+from daemon.scheduler.framework.explain import pending_reasons
 from daemon.scheduler.framework.session import Session
 from daemon.scheduler.model.devices import ContainerResources
 from daemon.scheduler.model.node import NodeInfo
@@ -376,6 +377,11 @@ def test_a_locked_node_that_scores_best_fails_the_allocation() -> None:
     ssn = allocate(objs, {**SHARING, "deviceshare.NodeLockEnable": True})
     assert "ns/j-0" not in ssn.binds
     assert card_of(tasks(ssn)["j-0"]) is None
+    why = pending_reasons(ssn)["ns/j-0"]
+    assert why.endswith(
+        "the allocation on n1 failed: deviceshare: allocating GpuShare to ns/j-0 on n1: "
+        "node n1 is locked (deviceshare.NodeLockEnable)"
+    )
     assert (
         "deviceshare: allocating GpuShare to ns/j-0 on n1: node n1 is locked (deviceshare.NodeLockEnable)"
         in (ssn.warnings)
