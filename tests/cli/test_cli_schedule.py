@@ -157,3 +157,61 @@ def test_the_command_ends_without_the_interpreter_teardown_and_main_called_in_pr
     assert "in-process True" in p.stdout, p.stdout[-300:]
     assert p.stdout.rstrip().endswith("}"), p.stdout[-80:]  # the whole output was written
     assert "teardown" not in p.stdout and "not reached" not in p.stdout
+
+
+def test_queue_capability_is_volcanos_real_capability(tmp_path: Path) -> None:
+    """`queues.<q>.capability` is proportion's realCapability: the cluster total less every
+    other queue's guarantee, capped by the configured capability (proportion.go OnSessionOpen)."""
+    res = {"cpu": "16", "memory": "64Gi", "pods": "110"}
+    docs: list[dict[str, object]] = [
+        {
+            "apiVersion": "v1",
+            "kind": "Node",
+            "metadata": {"name": "n1"},
+            "status": {"capacity": res, "allocatable": res},
+        },
+        {
+            "apiVersion": "scheduling.volcano.sh/v1beta1",
+            "kind": "Queue",
+            "metadata": {"name": "capped"},
+            "spec": {"weight": 1, "capability": {"cpu": "12"}},
+        },
+        {
+            "apiVersion": "scheduling.volcano.sh/v1beta1",
+            "kind": "Queue",
+            "metadata": {"name": "guaranteed"},
+            "spec": {"weight": 1, "guarantee": {"resource": {"cpu": "6"}}},
+        },
+    ]
+    for q in ("capped", "guaranteed"):
+        docs.append(
+            {
+                "apiVersion": "scheduling.volcano.sh/v1beta1",
+                "kind": "PodGroup",
+                "metadata": {"name": f"pg-{q}", "namespace": "ns"},
+                "spec": {"queue": q, "minMember": 1},
+            }
+        )
+        docs.append(
+            {
+                "apiVersion": "v1",
+                "kind": "Pod",
+                "metadata": {
+                    "name": f"p-{q}",
+                    "namespace": "ns",
+                    "annotations": {"scheduling.k8s.io/group-name": f"pg-{q}"},
+                },
+                "spec": {
+                    "schedulerName": "volcano",
+                    "containers": [{"name": "c", "resources": {"requests": {"cpu": "1"}}}],
+                },
+            }
+        )
+    cluster = tmp_path / "cluster.yaml"
+    cluster.write_text("\n---\n".join(json.dumps(d) for d in docs))
+    p = fumarole("schedule", "--cluster", str(cluster), "--now", "2024-01-01T00:00:00Z")
+    assert p.returncode == 0, p.stderr
+    queues = json.loads(p.stdout)["queues"]
+    # min(12, 16 - 6 + 0) cpu; the other dimensions are the cluster total.
+    assert queues["capped"]["capability"] == {"cpu": "10", "memory": "64Gi", "pods": "110"}
+    assert queues["guaranteed"]["capability"] == {"cpu": "16", "memory": "64Gi", "pods": "110"}

@@ -216,7 +216,8 @@ class Allocate:
     def allocate_task(stmt: Statement, task: TaskInfo, node: NodeInfo) -> bool:
         """allocateResourcesForTask: allocate on idle, else pipeline on future idle.  False when
         neither fits or the operation was rolled back (an allocate handler failed, e.g.
-        deviceshare found no card): Volcano then goes on with the job's next task."""
+        deviceshare found no card or a locked node): Volcano then goes on with the job's next
+        task, recording no fit error; why-pending names the failure."""
         try:
             if task.resreq.less_equal(node.idle):
                 stmt.allocate(task, node)
@@ -224,7 +225,10 @@ class Allocate:
             if task.resreq.less_equal(node.future_idle()):
                 stmt.pipeline(task, node.name, False)
                 return True
-        except (EventError, NodeError):
+        except EventError as e:
+            stmt.ssn.skip_reasons[task.uid] = f"the allocation on {node.name} failed: {e}"
+            return False
+        except NodeError:
             return False
         return False
 

@@ -12,8 +12,10 @@ As in Volcano, the card allocation runs only when the predicates handler's Reser
 that cannot be allocated answers an EventError, which rolls a Statement's Pipeline or Allocate
 back (Volcano's `Event.Err`).
 
-Deviations, all documented in docs/plugins.md (plugin `deviceshare`): the node lock is checked
-when filtering (Volcano fails the allocation instead), the Ascend NPU devices and
+With `deviceshare.NodeLockEnable` a locked node passes the filter and fails the allocation (an
+EventError), as Volcano's LockNode inside the devices' Allocate does.
+
+Deviations, all documented in docs/plugins.md (plugin `deviceshare`): the Ascend NPU devices and
 `deviceshare.GPUExclusiveRules` are not implemented (warning), and ties among cards are broken
 by card index.
 """
@@ -227,8 +229,6 @@ class DeviceSharePlugin:
                         self.vgpu_score[row] = p.cached_score
             else:
                 msg = p.filter(task, self.args.schedule_policy)
-            if msg is None and self.args.node_lock and p.needs_lock(task) and self.locked(node, p.lock_name):
-                msg = f"{p.device_name} node {node.name} is locked ({NODE_LOCK_ENABLE})"
             if msg is not None:
                 return fit_error(task.namespace, task.name, node.name, Code.UNSCHEDULABLE, msg)
         return None
@@ -243,7 +243,7 @@ class DeviceSharePlugin:
         reasons: list[tuple[str, BoolArray]] = []
         if not any(kind.has_request(task) for kind in self.kinds):
             return ok, reasons, None
-        if self.kept is not None and not self.args.node_lock:
+        if self.kept is not None:
             return self._kept_predicate_batch(task, rows, self.kept)
         by_text: dict[str, list[int]] = {}
         nodes = self.node_rows
@@ -271,7 +271,7 @@ class DeviceSharePlugin:
     def _kept_predicate_batch(
         self, task: TaskInfo, rows: IntArray, kept: KeptPools
     ) -> tuple[BoolArray, list[tuple[str, BoolArray]], BoolArray | None]:
-        """`predicate_batch` with vGPU only (one pool per node, no node lock): the answers kept
+        """`predicate_batch` with vGPU only (one pool per node): the answers kept
         per request key and row where the row's pool is unchanged since, FilterNode elsewhere.
         The same verdicts, reason and scores as asking every node."""
         key = self._filter_key(task)
@@ -359,17 +359,26 @@ class DeviceSharePlugin:
         for p in self.pools(node_name):
             if not p.has_request(task):
                 continue
-            if card_order is not None and isinstance(p, VGpuPool):
-                res = p.allocate(task, self.args.schedule_policy, self.now, card_order)
+            res: dict[str, str] | str
+            lock = self.args.node_lock and p.needs_lock(task)
+            if lock and self.locked(node, p.lock_name):
+                # LockNode fails: the allocation fails (the filter passed the node).
+                res = f"node {node_name} is locked ({NODE_LOCK_ENABLE})"
             else:
-                res = p.allocate(task, self.args.schedule_policy, self.now)
+                if lock and isinstance(p, GpuSharePool):
+                    # gpushare locks before choosing its card: the lock stays if that fails.
+                    self.session_locks.add((node_name, p.lock_name))
+                if card_order is not None and isinstance(p, VGpuPool):
+                    res = p.allocate(task, self.args.schedule_policy, self.now, card_order)
+                else:
+                    res = p.allocate(task, self.args.schedule_policy, self.now)
+                if lock and isinstance(p, VGpuPool) and not isinstance(res, str):
+                    self.session_locks.add((node_name, p.lock_name))  # vGPU: after its card fit
             if isinstance(res, str):
                 msg = f"{NAME}: allocating {p.device_name} to {task.key} on {node_name}: {res}"
                 ssn.warnings.append(msg)
                 # Volcano's handler returns at the first device that fails.
                 return EventError(msg)
-            if self.args.node_lock and p.needs_lock(task):
-                self.session_locks.add((node.name, p.lock_name))
             if res:
                 task.bind_annotations = {**task.bind_annotations, **res}
         return None

@@ -13,6 +13,7 @@ from fumarole_sched_kit import mk_conf, open_session, run_actions
 
 from daemon.manifests import build_snapshot
 from daemon.scheduler.framework.conf import ConfError
+from daemon.scheduler.framework.explain import pending_reasons
 from daemon.scheduler.framework.session import Session
 from daemon.scheduler.model.devices import ContainerResources
 from daemon.scheduler.model.node import NodeInfo
@@ -37,10 +38,14 @@ NUMBER = {"deviceshare.GPUNumberEnable": True}
 
 # ------------------------------------------------------------------------------- manifests
 def gpu_node(
-    name: str, cards: int = 2, per_card: int = 16384, annotations: dict[str, str] | None = None
+    name: str,
+    cards: int = 2,
+    per_card: int = 16384,
+    annotations: dict[str, str] | None = None,
+    cpu: str = "16",
 ) -> dict[str, Any]:
     res = {
-        "cpu": "16",
+        "cpu": cpu,
         "memory": "64Gi",
         "pods": "110",
         GPU_MEMORY: str(cards * per_card),
@@ -353,8 +358,39 @@ def test_node_lock_allows_one_allocation_per_node_per_session() -> None:
         objs += job(f"j{i}", mem=4096, at=i)
     ssn = allocate(objs, {**SHARING, "deviceshare.NodeLockEnable": True})
     assert sorted(ssn.binds.values()) == ["n1", "n2"]
-    fe = ssn.jobs["ns/j2"].nodes_fit_errors[tasks(ssn)["j2-0"].uid]
-    assert "GpuShare node n1 is locked (deviceshare.NodeLockEnable)" in fe.message()
+    # Both nodes pass the filter (the lock is not a filter in Volcano); the allocation on the
+    # best one fails in LockNode and the task is skipped, with no fit error.
+    assert tasks(ssn)["j2-0"].uid not in ssn.jobs["ns/j2"].nodes_fit_errors
+    assert any(
+        w.startswith("deviceshare: allocating GpuShare to ns/j2-0 on ")
+        and w.endswith("is locked (deviceshare.NodeLockEnable)")
+        for w in ssn.warnings
+    )
+
+
+def test_a_locked_node_that_scores_best_fails_the_allocation() -> None:
+    """Volcano checks the lock in the devices' Allocate (gpushare/device_info.go, called from the
+    predicates plugin's allocate handler), not in FilterNode: a locked node that wins the scoring
+    makes the allocation fail and the task wait, though another node would take it."""
+    fresh = {"gpu": "2024-01-01T00:00:30Z"}  # 30 s before the session's now: locked
+    objs = [gpu_node("n1", annotations=fresh, cpu="32"), gpu_node("n2"), queue(), *job("j", mem=4096)]
+    ssn = allocate(objs, {**SHARING, "deviceshare.NodeLockEnable": True})
+    assert "ns/j-0" not in ssn.binds
+    assert card_of(tasks(ssn)["j-0"]) is None
+    why = pending_reasons(ssn)["ns/j-0"]
+    assert why.endswith(
+        "the allocation on n1 failed: deviceshare: allocating GpuShare to ns/j-0 on n1: "
+        "node n1 is locked (deviceshare.NodeLockEnable)"
+    )
+    assert (
+        "deviceshare: allocating GpuShare to ns/j-0 on n1: node n1 is locked (deviceshare.NodeLockEnable)"
+        in (ssn.warnings)
+    )
+    # A lock older than 5 minutes is renewed: the best-scored node takes the pod.
+    stale = {"gpu": "2023-12-31T23:50:00Z"}
+    objs = [gpu_node("n1", annotations=stale, cpu="32"), gpu_node("n2"), queue(), *job("j", mem=4096)]
+    ssn = allocate(objs, {**SHARING, "deviceshare.NodeLockEnable": True})
+    assert ssn.binds["ns/j-0"] == "n1"
 
 
 @pytest.mark.parametrize(

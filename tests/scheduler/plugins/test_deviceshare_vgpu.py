@@ -535,6 +535,26 @@ def test_session_device_score_prefers_the_fuller_node() -> None:
 
 
 # ------------------------------------------------------------------------------- statements (issue 25)
+def test_session_node_lock_fails_the_allocation_on_the_best_node() -> None:
+    """Volcano's vGPU Allocate (vgpu/device_info.go) checks the card fit, then LockNode: the
+    node the first pod took stays the best-scored one and passes the filter, so the second
+    pod's allocation fails there and it waits (it used to go to n0); no card counter moves."""
+    objs = vgpu_objects(2, 4000, nodes=2, running={"old": "GPU-n1-0,NVIDIA,8000,10:"})
+    args = {
+        "deviceshare.SchedulePolicy": "binpack",
+        "deviceshare.ScheduleWeight": 10,
+        "deviceshare.NodeLockEnable": True,
+    }
+    ssn = run_vgpu(objs, args)
+    assert ssn.binds == {"ns/p0": "n1"}
+    assert ids_of(ssn, "p1") == ""
+    assert (
+        "deviceshare: allocating hamivgpu to ns/p1 on n1: node n1 is locked (deviceshare.NodeLockEnable)"
+        in (ssn.warnings)
+    )
+    assert (card(ssn, "n1", 0).used_num, card(ssn, "n1", 0).used_mem) == (2, 12000)  # old + p0
+
+
 def open_vgpu(objs: list[dict[str, Any]], predicates: dict[str, Any] | None = None) -> Session:
     snap = build_snapshot([("t", i, o) for i, o in enumerate(objs)])
     snap.now = 1704067300.0
