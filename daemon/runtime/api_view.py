@@ -22,10 +22,21 @@ import anyio
 
 from api.decision_json import DEFAULT_CACHE_BYTES, DecisionJsonCache, decision_page_json, page_json
 from api.metrics import SchedulerMetrics
-from api.types import Explanation, GpuCard, JobDetail, JobHistory, JobRow, NodeRow, QueueRow, TaskRow
+from api.types import (
+    Explanation,
+    GpuCard,
+    JobDetail,
+    JobHistory,
+    JobRow,
+    NodeRow,
+    QueueHistory,
+    QueueRow,
+    TaskRow,
+)
 from daemon.cache import Projection, load_projection
 from daemon.manifests.redaction import redact_event
 from daemon.runtime.job_history import JobHistoryReader
+from daemon.runtime.queue_history import QueueHistoryReader
 from daemon.scheduler.model.job import JobInfo
 from daemon.scheduler.model.node import NodeInfo
 from daemon.scheduler.model.resources import finite_quantities
@@ -277,6 +288,7 @@ class _ViewBase:
         self._projection = projection
         source = event_log.dsn if isinstance(event_log, PostgresEventLog) else event_log.path
         self._history = JobHistoryReader(source)
+        self._queue_history = QueueHistoryReader(source)
         self.state = StateReader(projection, self._history)
         self.metrics = SchedulerMetrics()
         self.metrics.seed(projection.explanations(), projection.queue_figures)
@@ -306,6 +318,11 @@ class _ViewBase:
 
     def nodes(self) -> list[NodeRow]:
         return self.state.nodes()
+
+    def queue_history(self, *, from_cycle: int | None, to_cycle: int | None, points: int) -> QueueHistory:
+        return self._queue_history.history(
+            from_cycle=from_cycle, to_cycle=to_cycle, points=points, last_cycle=self.last_cycle()
+        )
 
     def decisions(
         self, *, since: int = 1, limit: int = 100, types: tuple[str, ...] = (), **filters: str | int | None
@@ -345,6 +362,7 @@ class _ViewBase:
         self._index.close()
         self._raw.close()
         self._history.close()
+        self._queue_history.close()
 
 
 class LiveView(_ViewBase):
