@@ -345,6 +345,7 @@ class NodeRow(msgspec.Struct, kw_only=True):
     releasing: Quantities
     pods: list[str]
     gpus: list[GpuCard] = msgspec.field(default_factory=list)  # empty unless the node has gpushare cards
+    labels: dict[str, str] = msgspec.field(default_factory=dict)  # the node's metadata.labels
 
 
 class NodeList(msgspec.Struct, kw_only=True):

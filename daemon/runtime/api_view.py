@@ -175,6 +175,7 @@ class StateReader:
                     releasing=finite_quantities(n.releasing),
                     pods=sorted(f"{t.namespace}/{t.name}" for t in n.tasks.values()),
                     gpus=gpu_cards(n),
+                    labels=dict(sorted(n.facts.labels.items())),
                 )
                 for n in snap.nodes
             ]
