@@ -49,6 +49,8 @@ WORKER_HEADER = "X-Fumarole-Worker"
 
 DEFAULT_LIMIT = 100
 MAX_LIMIT = 1000
+DEFAULT_HISTORY_POINTS = 200  # GET /v1/queue-history: sample cycles by default, and at most
+MAX_HISTORY_POINTS = 2000
 MAX_EVENTS_LIMIT = 10000
 MAX_INT = 2**62  # query integers beyond this are refused (SQLite integers are 64-bit)
 
@@ -421,6 +423,17 @@ async def queue(request: web.Request) -> web.Response:
     return _problem(404, "not-found", f"queue {name} is not known")
 
 
+async def queue_history(request: web.Request) -> web.Response:
+    first = _int(request, "from", None, lo=0)
+    last = _int(request, "to", None, lo=0)
+    if first is not None and last is not None and last < first:
+        raise BadRequest(f"query parameter 'to' ({last}) is before 'from' ({first})", "query.to")
+    points = _int(request, "points", DEFAULT_HISTORY_POINTS, lo=1, hi=MAX_HISTORY_POINTS)
+    assert points is not None
+    view = request.app[VIEW_KEY]
+    return _json(view.queue_history(from_cycle=first, to_cycle=last, points=points))
+
+
 async def nodes(request: web.Request) -> web.Response:
     view = request.app[VIEW_KEY]
     return _json(NodeList(items=view.nodes(), folded_seq=view.folded_seq()))
@@ -474,6 +487,7 @@ def build_app(
     r.add_get("/v1/jobs/{namespace}/{name}", job)
     r.add_get("/v1/queues", queues)
     r.add_get("/v1/queues/{name}", queue)
+    r.add_get("/v1/queue-history", queue_history)
     r.add_get("/v1/nodes", nodes)
     r.add_get("/v1/nodes/{name}", node)
     if dashboard:

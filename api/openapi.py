@@ -19,8 +19,10 @@ from api.types import (
     NodeList,
     NodeRow,
     Problem,
+    QueueHistory,
     QueueList,
     QueueRow,
+    QueueSeries,
     Ready,
 )
 
@@ -41,6 +43,8 @@ _TYPES: tuple[type[Any], ...] = (
     JobDetail,
     QueueList,
     QueueRow,
+    QueueHistory,
+    QueueSeries,
     NodeList,
     NodeRow,
 )
@@ -236,6 +240,23 @@ def openapi_document() -> dict[str, Any]:
         ),
         "/v1/queues/{name}": _get(
             "one queue", _json(QueueRow, "the queue"), [_p("name", "queue name")], not_found=True, bad=False
+        ),
+        "/v1/queue-history": _get(
+            "every queue's allocated, deserved, share and waiting jobs over cycles, downsampled",
+            _json(QueueHistory, "the series, one value per sample cycle"),
+            [
+                _q("from", "first cycle (default 1)", {"type": "integer", "minimum": 0, "maximum": 2**62}),
+                _q(
+                    "to",
+                    "last cycle (default and at most: the log's last cycle)",
+                    {"type": "integer", "minimum": 0, "maximum": 2**62},
+                ),
+                _q(
+                    "points",
+                    "at most this many evenly spaced sample cycles (1..2000, default 200)",
+                    {"type": "integer", "minimum": 1, "maximum": 2000},
+                ),
+            ],
         ),
         "/v1/nodes": _get("nodes: allocatable, idle, used, pods", _json(NodeList, "nodes"), [], bad=False),
         "/v1/nodes/{name}": _get(

@@ -323,6 +323,35 @@ class QueueList(msgspec.Struct, kw_only=True):
     folded_seq: int
 
 
+class QueueSeries(msgspec.Struct, kw_only=True):
+    """One queue over the sampled cycles of a QueueHistory: one value per sample cycle.
+
+    `allocated` and `deserved` are numbers by resource (cpu in cores, memory in bytes, other
+    resources in their own units), null where the queue-share plugin recorded no such figure at that
+    cycle; `share` is the plugin's dominant share (null when it recorded neither deserved nor
+    allocated for the queue); `waiting` counts the queue's jobs whose last explanation says they wait.
+    """
+
+    name: str
+    allocated: dict[str, list[float | None]]
+    deserved: dict[str, list[float | None]]
+    share: list[float | None]
+    waiting: list[int]
+
+
+class QueueHistory(msgspec.Struct, kw_only=True):
+    """Every queue's figures over a range of cycles (GET /v1/queue-history), downsampled to at most
+    `points` sample cycles, each the state as of that cycle (figures are recorded when they change).
+    `recorded` counts the queue-figure events the log holds in the range."""
+
+    from_cycle: int
+    to_cycle: int
+    last_cycle: int
+    cycles: list[int]
+    recorded: int
+    queues: list[QueueSeries]
+
+
 class GpuCard(msgspec.Struct, kw_only=True):
     """One GPU card of a node as deviceshare's gpushare sees it (nodes with volcano.sh/gpu-memory and
     volcano.sh/gpu-number): its memory and what the pods naming it (volcano.sh/gpu-index) use, in the
@@ -342,6 +371,7 @@ class NodeRow(msgspec.Struct, kw_only=True):
     releasing: Quantities
     pods: list[str]
     gpus: list[GpuCard] = msgspec.field(default_factory=list)  # empty unless the node has gpushare cards
+    labels: dict[str, str] = msgspec.field(default_factory=dict)  # the node's metadata.labels
 
 
 class NodeList(msgspec.Struct, kw_only=True):

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Protocol
 
-from api.types import JobDetail, JobRow, NodeRow, QueueRow
+from api.types import JobDetail, JobRow, NodeRow, QueueHistory, QueueRow
 from store.events import Event
 from store.log import EventLog, StoredEvent
 
@@ -70,6 +70,11 @@ class DaemonView(Protocol):
 
     def nodes(self) -> list[NodeRow]:
         """Every node, in the projection's order."""
+        ...
+
+    def queue_history(self, *, from_cycle: int | None, to_cycle: int | None, points: int) -> QueueHistory:
+        """Every queue's allocated, deserved, share and waiting jobs over cycles, downsampled
+        (daemon/runtime/queue_history.py)."""
         ...
 
     def decisions(

@@ -30,12 +30,14 @@ from api.types import (
     JobHistory,
     JobRow,
     NodeRow,
+    QueueHistory,
     QueueRow,
     TaskRow,
 )
 from daemon.cache import Projection, load_projection
 from daemon.manifests.redaction import redact_event
 from daemon.runtime.job_history import JobHistoryReader
+from daemon.runtime.queue_history import QueueHistoryReader
 from daemon.runtime.wait_clock import WaitClock
 from daemon.scheduler.model.job import JobInfo
 from daemon.scheduler.model.node import NodeInfo
@@ -212,6 +214,7 @@ class StateReader:
                     releasing=finite_quantities(n.releasing),
                     pods=sorted(f"{t.namespace}/{t.name}" for t in n.tasks.values()),
                     gpus=gpu_cards(n),
+                    labels=dict(sorted(n.facts.labels.items())),
                 )
                 for n in snap.nodes
             ]
@@ -332,6 +335,7 @@ class _ViewBase:
         self._projection = projection
         source = event_log.dsn if isinstance(event_log, PostgresEventLog) else event_log.path
         self._history = JobHistoryReader(source)
+        self._queue_history = QueueHistoryReader(source)
         self.state = StateReader(projection, self._history)
         self.metrics = SchedulerMetrics()
         self.metrics.seed(projection.explanations(), projection.queue_figures)
@@ -361,6 +365,11 @@ class _ViewBase:
 
     def nodes(self) -> list[NodeRow]:
         return self.state.nodes()
+
+    def queue_history(self, *, from_cycle: int | None, to_cycle: int | None, points: int) -> QueueHistory:
+        return self._queue_history.history(
+            from_cycle=from_cycle, to_cycle=to_cycle, points=points, last_cycle=self.last_cycle()
+        )
 
     def decisions(
         self, *, since: int = 1, limit: int = 100, types: tuple[str, ...] = (), **filters: str | int | None
@@ -412,6 +421,7 @@ class _ViewBase:
         self._index.close()
         self._raw.close()
         self._history.close()
+        self._queue_history.close()
 
 
 class LiveView(_ViewBase):

@@ -240,7 +240,7 @@ def test_queues_sort_and_nodes_pick(settled: Daemon, chromium: Any) -> None:
     assert page.locator("svg.rbar").count() > 0
     page = w.open(settled.base + "/ui/nodes")
     assert page.inner_text("#nodes-summary").startswith("5 nodes")
-    page.click("tr[data-node='n2'] button")
+    page.click("tr[data-node='n2'] a")
     assert page.inner_text("#node-detail h2") == "Node n2"
     box = page.locator("canvas.heat").bounding_box()
     assert box is not None
@@ -248,7 +248,7 @@ def test_queues_sort_and_nodes_pick(settled: Daemon, chromium: Any) -> None:
     assert (
         page.inner_text("#node-detail h2") == f"Node {page.get_attribute('tbody tr[data-node]', 'data-node')}"
     )
-    page.click("tr[data-node='gpu-0'] button")
+    page.click("tr[data-node='gpu-0'] a")
     assert page.inner_text("#gpu-h") == "GPU cards (2)"
     assert page.locator("#node-detail li[data-gpu]").count() == 2
     page.select_option("#f-resource", "memory")

@@ -1,9 +1,18 @@
 // Nodes: utilisation per resource as a heat map (one cell per node, readable at 10,000 nodes), the
-// busiest nodes as sorted bars, pods per node, and a node's GPU cards (deviceshare).
+// busiest nodes as sorted bars, pods per node, and a node's GPU cards (deviceshare); a search over
+// names and labels, and grouping by a label (zone first) with per-group utilisation.
 
-import { fractionBar, heatMap } from "../charts.js";
+import { HEAT_BANDS, fractionBar, heat, heatMap } from "../charts.js";
 import { setQuery } from "../app.js";
 import { fill, el, getJSON, heading, human, percent, quantity } from "../util.js";
+
+const ZONE = "topology.kubernetes.io/zone";
+
+/** Whether a node matches the search: every word is in its name, or is a label key=value (or a
+ * label value) it carries. */
+function matches(n, words) {
+  return words.every((w) => n.name.includes(w) || Object.entries(n.labels || {}).some(([k, v]) => `${k}=${v}` === w || v === w || (w.endsWith("=") && `${k}=` === w)));
+}
 
 const PAGE = 100;
 
@@ -29,7 +38,8 @@ function gpuCards(n) {
 export async function render(main, ctx) {
   let nodes = [];
   const q = ctx.query;
-  const state = { resource: q.get("resource") || "cpu", order: q.get("order") || "busiest", page: 1, node: q.get("node") || "" };
+  const state = { resource: q.get("resource") || "cpu", order: q.get("order") || "busiest", page: 1, node: q.get("node") || "", search: q.get("search") || "", group: q.get("group") || "" };
+  const groupBox = el("section", { class: "groups", "aria-label": "Node groups" });
   const controls = el("form", { class: "filters", on: { submit: (e) => e.preventDefault() } });
   const mapBox = el("div", { class: "heat-box" });
   const detail = el("aside", { id: "node-detail", class: "detail", "aria-live": "polite" });
@@ -44,7 +54,8 @@ export async function render(main, ctx) {
 
   function ordered() {
     const r = state.resource;
-    const rows = nodes.map((n) => ({ n, u: util(n, r) }));
+    const words = state.search.trim().split(/\s+/).filter(Boolean);
+    const rows = nodes.filter((n) => matches(n, words)).map((n) => ({ n, u: util(n, r) }));
     if (state.order === "busiest") rows.sort((a, b) => (Number.isNaN(b.u) ? -1 : b.u) - (Number.isNaN(a.u) ? -1 : a.u) || (a.n.name < b.n.name ? -1 : 1));
     return rows;
   }
@@ -62,31 +73,76 @@ export async function render(main, ctx) {
           el("td", {}, fractionBar(util(n, r), r)))))),
       gpuCards(n),
       el("h3", { text: `Pods (${n.pods.length})` }),
+      Object.keys(n.labels || {}).length ? el("details", { class: "labels" }, el("summary", { text: `Labels (${Object.keys(n.labels).length})` }),
+        el("ul", { class: "podlist" }, Object.entries(n.labels).map(([k, v]) => el("li", {}, el("button", { type: "button", class: "linkish", title: "show the nodes with this label", on: { click: () => search(`${k}=${v}`) } }, `${k}=${v}`))))) : null,
+      el("h3", { text: `Pods (${n.pods.length})` }),
       n.pods.length ? el("ul", { class: "podlist" }, n.pods.map((p) => el("li", { text: p }))) : el("p", { class: "muted", text: "none" }));
   }
 
+  function search(text) {
+    state.search = text;
+    state.page = 1;
+    const box = controls.querySelector("#f-search");
+    if (box) box.value = text;
+    draw();
+  }
+
+  function drawGroups(rows) {
+    if (!state.group) return fill(groupBox);
+    const key = state.group;
+    const groups = new Map();
+    for (const x of rows) {
+      const v = (x.n.labels || {})[key] ?? "";
+      if (!groups.has(v)) groups.set(v, []);
+      groups.get(v).push(x);
+    }
+    const list = [...groups.entries()].sort((a, b) => (a[0] === "" ? 1 : b[0] === "" ? -1 : a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0));
+    fill(groupBox, el("table", { class: "grid compact", id: "node-groups" },
+      el("caption", { text: `${list.length} groups by ${key} (${state.resource})` }),
+      el("thead", {}, el("tr", {}, ["Group", "Nodes", "Mean", "At 90% or more", "Pods"].map((t) => el("th", { scope: "col", text: t })))),
+      el("tbody", {}, list.map(([v, xs]) => {
+        const known = xs.filter((x) => !Number.isNaN(x.u));
+        const mean = known.reduce((s, x) => s + x.u, 0) / (known.length || 1);
+        return el("tr", { dataset: { group: v } },
+          el("td", {}, v ? el("button", { type: "button", class: "linkish", on: { click: () => search(`${key}=${v}`) } }, v) : el("span", { class: "muted", text: `(no ${key})` })),
+          el("td", { class: "num", text: String(xs.length) }),
+          el("td", {}, known.length ? fractionBar(mean, `${v} mean`) : "–"),
+          el("td", { class: "num", text: String(known.filter((x) => x.u >= 0.9).length) }),
+          el("td", { class: "num", text: String(xs.reduce((s, x) => s + x.n.pods.length, 0)) }));
+      }))));
+  }
+
   function draw() {
-    setQuery({ resource: state.resource !== "cpu" ? state.resource : "", order: state.order !== "busiest" ? state.order : "" });
+    setQuery({ resource: state.resource !== "cpu" ? state.resource : "", order: state.order !== "busiest" ? state.order : "", search: state.search, group: state.group });
     const r = state.resource;
     const rows = ordered();
+    drawGroups(rows);
+    if (!nodes.length) {
+      fill(mapBox, el("p", { class: "muted empty", id: "nodes-summary", text: "No nodes in the log yet." }));
+      fill(table);
+      return;
+    }
     const known = rows.filter((x) => !Number.isNaN(x.u));
     const mean = known.reduce((s, x) => s + x.u, 0) / (known.length || 1);
     const full = known.filter((x) => x.u >= 0.9).length;
     const pick = (x) => showNode(x.n);
     pick.describe = (x) => `${x.n.name}: ${r} ${percent(x.u)}, ${x.n.pods.length} pods`;
     fill(mapBox, 
-      el("p", { id: "nodes-summary", role: "status", text: `${nodes.length} nodes · ${r}: mean ${percent(mean)}, ${full} at 90% or more` }),
+      el("p", { id: "nodes-summary", role: "status", text: `${rows.length === nodes.length ? nodes.length : `${rows.length} of ${nodes.length}`} nodes · ${r}: mean ${percent(mean)}, ${full} at 90% or more` }),
       heatMap(rows, { value: (x) => x.u, label: `Heat map of ${r} utilisation, one cell per node, ${state.order === "busiest" ? "busiest first" : "by name"}`, onPick: pick }),
-      el("p", { class: "legend-heat muted" }, el("span", { class: "ramp", "aria-hidden": "true" }), " 0% → 100% (purple: over-committed; grey: no such resource). Click a cell for the node."));
+      el("ul", { class: "heat-bands", "aria-label": "Colour scale" }, HEAT_BANDS.map(([, colour, name]) => el("li", {}, el("span", { class: "swatch", style: { background: colour } }), name)),
+        el("li", {}, el("span", { class: "swatch", style: { background: heat(NaN) } }), "no such resource")),
+      el("p", { class: "legend-heat muted", text: "Click a cell, or focus the map and use the arrow keys and Enter, for the node." }));
     const pages = Math.max(1, Math.ceil(rows.length / PAGE));
     state.page = Math.min(state.page, pages);
     const shown = rows.slice((state.page - 1) * PAGE, state.page * PAGE);
     const cols = resources().filter((x) => x !== "pods" && !x.startsWith("ephemeral") && !x.startsWith("hugepages")).slice(0, 4);
     fill(table, 
+      !rows.length ? el("p", { class: "muted empty", text: `No node matches “${state.search}”.` }) :
       el("table", { class: "grid" }, el("caption", { text: `Nodes ${state.order === "busiest" ? `by ${r} utilisation, busiest first` : "by name"} (${(state.page - 1) * PAGE + 1}–${(state.page - 1) * PAGE + shown.length} of ${rows.length})` }),
         el("thead", {}, el("tr", {}, el("th", { scope: "col", text: "Node" }), cols.map((c) => el("th", { scope: "col", text: c })), el("th", { scope: "col", class: "num", text: "Pods" }))),
         el("tbody", {}, shown.map((x) => el("tr", { dataset: { node: x.n.name } },
-          el("td", {}, el("button", { type: "button", class: "linkish", on: { click: () => showNode(x.n) } }, x.n.name)),
+          el("td", {}, el("a", { href: `/ui/nodes?node=${encodeURIComponent(x.n.name)}`, on: { click: (ev) => { if (ev.ctrlKey || ev.metaKey || ev.shiftKey) return; ev.preventDefault(); ev.stopPropagation(); showNode(x.n); } } }, x.n.name)),
           cols.map((c) => el("td", {}, fractionBar(util(x.n, c), c))),
           el("td", { class: "num", text: String(x.n.pods.length) }))))),
       pages > 1 ? el("nav", { class: "pager", "aria-label": "Pages of nodes" },
@@ -102,7 +158,16 @@ export async function render(main, ctx) {
     rs.addEventListener("change", () => { state.resource = rs.value; draw(); });
     const order = el("select", { id: "f-order" }, [["busiest", "busiest first"], ["name", "by name"]].map(([v, t]) => el("option", { value: v, text: t, selected: v === state.order })));
     order.addEventListener("change", () => { state.order = order.value; state.page = 1; draw(); });
-    fill(controls, el("label", { for: "f-resource" }, "Resource ", rs), el("label", { for: "f-order" }, "Order ", order));
+    const box = el("input", { id: "f-search", type: "search", value: state.search, placeholder: "name or label=value", autocomplete: "off" });
+    box.addEventListener("input", () => { state.search = box.value; state.page = 1; draw(); });
+    const keys = [...new Set(nodes.flatMap((n) => Object.keys(n.labels || {})))].filter((k) => k !== "kubernetes.io/hostname").sort();
+    if (!keys.includes(ZONE)) keys.unshift(ZONE);
+    else keys.splice(keys.indexOf(ZONE), 1), keys.unshift(ZONE);
+    const group = el("select", { id: "f-group" }, el("option", { value: "", text: "none" }),
+      keys.map((k) => el("option", { value: k, text: k === ZONE ? `zone (${k})` : k, selected: k === state.group })));
+    group.addEventListener("change", () => { state.group = group.value; draw(); });
+    fill(controls, el("label", { for: "f-search" }, "Search ", box), el("label", { for: "f-resource" }, "Resource ", rs),
+      el("label", { for: "f-order" }, "Order ", order), el("label", { for: "f-group" }, "Group by ", group));
   }
 
   async function load() {
@@ -110,7 +175,7 @@ export async function render(main, ctx) {
   }
 
   await load();
-  fill(main, heading("Nodes"), controls, el("div", { class: "nodes-layout" }, mapBox, detail), table);
+  fill(main, heading("Nodes"), controls, groupBox, el("div", { class: "nodes-layout" }, mapBox, detail), table);
   drawControls();
   draw();
   return { refresh: async () => { await load(); draw(); } };

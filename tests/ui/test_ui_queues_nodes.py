@@ -1,0 +1,224 @@
+"""The queues and nodes pages in headless Chromium over `fumarole serve` on a small hand-made log:
+figures that do not mislead (effective capability, no full bar without a measure, share plain up to
+100 %), demand, the history charts from GET /v1/queue-history, the layout at 900 and 1920 px, node
+search and grouping by zone, node links, the heat map by keyboard and its colour bands, and honest
+empty states on an empty log.  One browser for the module; screenshots for docs/dashboard.md when
+FUMAROLE_UPDATE_SCREENSHOTS=1."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from fumarole_api_kit import start_serve, stop
+from fumarole_e2e_kit import _node, _queue
+from ui_kit import PageWatch, browser, require_chromium
+
+from store.events import (
+    CycleClosed,
+    CycleOpened,
+    JobExplained,
+    PendingReason,
+    QueueFigures,
+    QueueFiguresRecorded,
+    upserted,
+)
+from store.sqlite import SqliteEventLog
+
+
+def _objects() -> list[dict[str, Any]]:
+    prod = _queue("prod", 1)
+    prod["spec"]["capability"] = {"cpu": "64"}
+    objs = [prod, _queue("dev", 3), _queue("idle", 1)]
+    for i in range(6):
+        n = _node(f"node-{i}", 8)
+        n["metadata"]["labels"] = {
+            "topology.kubernetes.io/zone": "zone-a" if i < 4 else "zone-b",
+            "pool": "cpu",
+        }
+        objs.append(n)
+    return objs
+
+
+def _figures(c: int) -> dict[str, QueueFigures]:
+    return {
+        # prod: 64 cpu configured, 44 effective (realCapability), at 98 % of its deserved share
+        "prod": QueueFigures(
+            deserved={"cpu": "20"},
+            allocated={"cpu": str(10 + c)},
+            capability={"cpu": "44"},
+            request={"cpu": "30"},
+            inqueue={"cpu": "6"},
+            share=(10 + c) / 20,
+        ),
+        # dev: no capability (its realCapability is the cluster's) and memory with no deserved
+        "dev": QueueFigures(
+            deserved={"cpu": "28"},
+            allocated={"cpu": "8", "memory": "4Gi"},
+            capability={"cpu": "48", "memory": "96Gi"},
+            share=8 / 28,
+        ),
+    }
+
+
+async def _write(path: Path, *, empty: bool) -> None:
+    log = await SqliteEventLog.open(str(path))
+    try:
+        if empty:
+            return
+        events: list[Any] = [upserted(o, 1000) for o in _objects()]
+        for c in range(1, 10):
+            events.append(CycleOpened(cycle=c, watermark=0, now_ms=c * 1000, conf_hash="h"))
+            events.append(QueueFiguresRecorded(cycle=c, queues=_figures(c)))
+            if c in (2, 3, 4):
+                reason = (PendingReason(code="queue-overused", message="over"),)
+                events.append(
+                    JobExplained(
+                        cycle=c, namespace="e2e", name=f"w{c}", queue="dev", message="waits", reasons=reason
+                    )
+                )
+            events.append(CycleClosed(cycle=c))
+        await log.append(events)
+    finally:
+        await log.close()
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]:
+    require_chromium()
+    tmp = tmp_path_factory.mktemp("ui-qn")
+    procs, bases = [], {}
+    try:
+        for name in ("full", "empty"):
+            db = tmp / f"{name}.db"
+            asyncio.run(_write(db, empty=name == "empty"))
+            proc, base = start_serve(db)
+            procs.append(proc)
+            bases[name] = base
+        yield bases
+    finally:
+        for proc in procs:
+            assert stop(proc) == 0
+
+
+@pytest.fixture(scope="module")
+def chromium() -> Iterator[Any]:
+    with browser() as context:
+        yield context
+
+
+@pytest.fixture
+def watch(chromium: Any) -> Iterator[PageWatch]:
+    """A fresh page, closed after the test (each open page holds a live feed, which serve bounds)."""
+    w = PageWatch(chromium)
+    yield w
+    w.page.close()
+
+
+def _res(page: Any, queue: str, resource: str) -> Any:
+    return page.locator(f'tr[data-queue="{queue}"] .res[data-resource="{resource}"]')
+
+
+def test_queue_figures_show_effective_cap_demand_and_honest_bars(
+    served: dict[str, str], chromium: Any
+) -> None:
+    w = PageWatch(chromium)
+    page = w.open(served["full"] + "/ui/queues")
+    prod = _res(page, "prod", "cpu").inner_text()
+    assert "19 / 20 (cap 44)" in prod and "64" not in prod.split("req")[0]
+    assert "req 30 · inq 6" in prod
+    assert "configured 64" in (_res(page, "prod", "cpu").get_attribute("title") or "")
+    # dev has no configured capability: no "cap" from the cluster total; memory has no deserved nor
+    # capability: no bar at all, the text says why
+    assert "cap" not in _res(page, "dev", "cpu").inner_text()
+    mem = _res(page, "dev", "memory")
+    assert mem.locator("svg").count() == 0 and "no deserved or capability" in mem.inner_text()
+    # the share bar at 95 % is not drawn as "over" (red is only past 100 %)
+    share = page.locator('tr[data-queue="prod"] .frac')
+    assert share.inner_text().strip() == "95%"
+    assert share.locator("rect.over").count() == 0
+    assert w.errors == []
+
+
+def test_history_charts_from_the_endpoint(served: dict[str, str], watch: PageWatch) -> None:
+    w = watch
+    page = w.open(served["full"] + "/ui/queues")
+    assert page.locator("#chart-share path.line").count() == 2  # prod and dev
+    assert "9 samples" in page.inner_text(".history")
+    page.focus("#chart-waiting")
+    page.keyboard.press("Tab")  # into its values table's summary
+    page.keyboard.press("Enter")
+    rows = page.locator("#chart-waiting tbody tr")
+    assert rows.count() == 9
+    # cycle 9: dev has 3 jobs waiting, prod none (columns by name: dev, prod)
+    assert rows.nth(8).inner_text().split() == ["9", "3", "0"]
+    w.screenshot("queues-history")
+    assert w.errors == []
+
+
+@pytest.mark.parametrize("width", [900, 1920])
+def test_the_queues_page_fits_the_window(served: dict[str, str], watch: PageWatch, width: int) -> None:
+    w = watch
+    w.page.set_viewport_size({"width": width, "height": 900})
+    page = w.open(served["full"] + "/ui/queues")
+    assert page.evaluate("document.documentElement.scrollWidth") <= width
+    text_width = page.eval_on_selector(
+        'tr[data-queue="prod"] .res-text', "e => e.getBoundingClientRect().width"
+    )
+    assert text_width >= 60
+
+
+def test_node_search_grouping_and_links(served: dict[str, str], watch: PageWatch) -> None:
+    w = watch
+    page = w.open(served["full"] + "/ui/nodes")
+    page.select_option("#f-group", "topology.kubernetes.io/zone")
+    groups = page.eval_on_selector_all(
+        "#node-groups tbody tr", "rs => rs.map(r => [r.dataset.group, r.cells[1].textContent])"
+    )
+    assert groups == [["zone-a", "4"], ["zone-b", "2"]]
+    page.click('#node-groups tr[data-group="zone-b"] button')
+    assert page.input_value("#f-search") == "topology.kubernetes.io/zone=zone-b"
+    assert page.inner_text("#nodes-summary").startswith("2 of 6 nodes")
+    assert "group=topology.kubernetes.io" in page.url.replace("%2F", "/")
+    page.fill("#f-search", "node-5")
+    assert page.locator("tbody tr[data-node]").count() == 1
+    link = page.locator('tr[data-node="node-5"] a')
+    assert link.get_attribute("href") == "/ui/nodes?node=node-5"
+    link.click()
+    assert page.inner_text("#node-detail h2") == "Node node-5"
+    page.fill("#f-search", "nothing-like-this")
+    assert "No node matches" in page.inner_text("main")
+    assert w.errors == []
+
+
+def test_heat_map_by_keyboard_and_its_colour_bands(served: dict[str, str], watch: PageWatch) -> None:
+    w = watch
+    page = w.open(served["full"] + "/ui/nodes?order=name")
+    page.focus("canvas.heat")
+    page.keyboard.press("ArrowRight")
+    page.keyboard.press("ArrowRight")
+    assert page.inner_text(".heat-cursor").startswith("node-1: cpu")
+    page.keyboard.press("Enter")
+    assert page.inner_text("#node-detail h2") == "Node node-1"
+    colours = page.evaluate(
+        "async () => { const m = await import('/ui/assets/charts.js');"
+        " return [m.heat(0.9), m.heat(0.95), m.heat(1)]; }"
+    )
+    assert len(set(colours)) == 3  # 90 %, 95 % and 100 % are three colours
+    bands = page.inner_text(".heat-bands")
+    assert "90–99%" in bands and "100% (full)" in bands
+    w.screenshot("nodes-keyboard")
+    assert w.errors == []
+
+
+def test_an_empty_log_says_so(served: dict[str, str], watch: PageWatch) -> None:
+    w = watch
+    page = w.open(served["empty"] + "/ui/queues")
+    assert "1e-12" not in page.inner_text("main")  # only Volcano's default queue, no figures yet
+    assert "No cycles recorded yet" in page.inner_text(".history")
+    page = w.open(served["empty"] + "/ui/nodes")
+    assert page.inner_text("#nodes-summary") == "No nodes in the log yet."
+    assert w.errors == []
