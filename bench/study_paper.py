@@ -43,7 +43,7 @@ def our_curves(path: Path, suffix: str = "") -> dict[str, list[tuple[int, float,
     out: dict[str, list[tuple[int, float, float, float]]] = defaultdict(list)
     with path.open() as f:
         for r in csv.DictReader(f):
-            out[f"Fumarole {r['policy']}{suffix}"].append(
+            out[f"Fumarole {r.get('group', r['policy'])}{suffix}"].append(
                 (int(r["arrived_pct"]), float(r["mean"]), float(r["min"]), float(r["max"]))
             )
     return out

@@ -3,7 +3,8 @@
 An `Experiment` is every parameter of one inflation run (pod list, node list, policy, engine, seed,
 ratio, tuning, tie-break, node-search percentage); `run_experiment` runs it (reading its files, so
 any worker can) and answers one row: the parameters and the outcome (pods of the tuned workload,
-placed, failed, GPU capacity, final GPU allocation and fragmentation as % of capacity, CPU seconds).
+placed, failed, GPU capacity, GPU allocation when the arrived requests reach 100 % of capacity and
+at the end, and fragmentation as % of capacity, CPU seconds).
 `sweep` hands the experiments not done yet to a Dask client's workers and appends each answered row
 to `rows.jsonl` in the output folder at once (flushed and fsynced), so an interrupted sweep rerun
 with the same grid runs only what is missing; when all are done it writes `results.csv`, one row
@@ -56,6 +57,7 @@ OUTCOME = (
     "placed",
     "failed",
     "gpu_capacity_milli",
+    "gpu_allocated_pct_at_100",
     "gpu_allocated_pct",
     "gpu_fragmentation_pct",
     "cpu_seconds",
@@ -111,19 +113,26 @@ def run_experiment(exp: Experiment) -> dict[str, Any]:
             .run([(p, i * 1000) for i, p in enumerate(workload)], float(len(workload)))
             .placed
         )
-    placed = 0
-    for pod in workload:
-        where = core.get(pod.name) if core is not None else cluster.place(pod)
-        if where is None:
-            continue
-        cluster.bind(pod, where)
-        placed += 1
     capacity = cluster.gpu_capacity
+    placed = arrived = allocated = 0
+    at_100: float | None = None  # allocated % when the arrived requests first reach 100 % of capacity
+    for pod in workload:
+        before = allocated
+        arrived += pod.total_gpu_milli
+        where = core.get(pod.name) if core is not None else cluster.place(pod)
+        if where is not None:
+            cluster.bind(pod, where)
+            placed += 1
+            allocated += pod.total_gpu_milli
+        if at_100 is None and capacity and arrived >= capacity:
+            # as the report's inflation points: this pod's outcome only if it lands exactly on 100 %
+            at_100 = 100 * (allocated if arrived == capacity else before) / capacity
     return asdict(exp) | {
         "workload_pods": len(workload),
         "placed": placed,
         "failed": len(workload) - placed,
         "gpu_capacity_milli": capacity,
+        "gpu_allocated_pct_at_100": round(at_100, 4) if at_100 is not None else "",
         "gpu_allocated_pct": round(100 * cluster.gpu_allocated() / capacity, 4) if capacity else 0.0,
         "gpu_fragmentation_pct": round(100 * cluster.fragmentation() / capacity, 4) if capacity else 0.0,
         "cpu_seconds": round(time.process_time() - began, 2),
@@ -216,5 +225,5 @@ def sweep(
         w = csv.DictWriter(f, fieldnames=list(COLUMNS))
         w.writeheader()
         for e in experiments:
-            w.writerow({c: done[e.key()][c] for c in COLUMNS})
+            w.writerow({c: done[e.key()].get(c, "") for c in COLUMNS})
     return results

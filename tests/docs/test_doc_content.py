@@ -103,7 +103,13 @@ def test_performance_page_is_the_current_figures_with_the_log_beside_it() -> Non
     """docs/performance.md: the figures, each with the bench that reproduces it, and a pointer to
     the chronological log; it names every bench (the helpers they import aside), and stays short."""
     page = (ROOT / "docs" / "performance.md").read_text()
-    helpers = {"workload.py", "schedule_input.py", "store_postgres.py", "study_paper.py"}
+    helpers = {
+        "workload.py",
+        "schedule_input.py",
+        "store_postgres.py",
+        "study_paper.py",
+        "study_paper_table.py",
+    }
     benches = [p.name for p in sorted((ROOT / "bench").glob("*.py")) if p.name not in helpers]
     missing = [b for b in benches if f"bench/{b}" not in page]
     assert not missing, f"docs/performance.md does not say how to run {missing}"

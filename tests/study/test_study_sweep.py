@@ -60,7 +60,14 @@ def test_sweep_on_two_local_workers_resumes(tmp_path: Path, capsys: pytest.Captu
     types = {f.name: f.type for f in fields(Experiment)}
     exp = Experiment(**{k: {"int": int, "float": float}.get(str(types[k]), str)(first[k]) for k in types})
     alone = run_experiment(exp)
-    for k in ("workload_pods", "placed", "failed", "gpu_allocated_pct", "gpu_fragmentation_pct"):
+    for k in (
+        "workload_pods",
+        "placed",
+        "failed",
+        "gpu_allocated_pct_at_100",
+        "gpu_allocated_pct",
+        "gpu_fragmentation_pct",
+    ):
         assert str(alone[k]) == first[k], k
     # The five-column list above its target was trimmed: fewer pods than the list's 30.
     multi = [r for r in rows if r["workload"].endswith("multigpu50.csv")]
@@ -85,6 +92,24 @@ def test_sweep_on_two_local_workers_resumes(tmp_path: Path, capsys: pytest.Captu
     # Another grid in the same folder is refused.
     assert main([*args[:-4], "--seeds", "42", "--out", str(out)]) == 2
     assert "holds another sweep" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("engine,policy", [("fast", "binpack"), ("core", "fgd")])
+def test_allocation_at_100_is_the_reports_point(tmp_path: Path, engine: str, policy: str) -> None:
+    """The sweep's `gpu_allocated_pct_at_100` is the report's inflation curve at arrived 100 %."""
+    t = trace(tmp_path / "t")
+    db = tmp_path / "run.db"
+    common = ["--trace", str(t / "openb_pod_list_default.csv"), "--engine", engine, "--policy", policy]
+    assert main(["study", "inflation", *common, "--seeds", "7", "--out", str(db)]) == 0
+    assert main(["report", "--db", str(db), "--formats", "svg", "--out", str(tmp_path / "rep")]) == 0
+    [at100] = [r for r in read_rows(tmp_path / "rep" / "inflation.csv") if r["arrived_pct"] == "100"]
+    nodes = str(t / "openb_node_list_all_node.csv")
+    ties, pct = ("first", 0) if engine == "fast" else ("seeded", 100)
+    exp = Experiment(str(t / "openb_pod_list_default.csv"), nodes, policy, engine, 7, 1.3, "both", ties, pct)
+    row = run_experiment(exp)
+    assert round(row["gpu_allocated_pct_at_100"], 3) == float(at100["allocated_pct"])
+    [s] = read_rows(tmp_path / "rep" / "summary.csv")
+    assert row["gpu_allocated_pct"] == pytest.approx(float(s["gpu_alloc_final_pct"]), abs=1e-3)
 
 
 def test_sweep_on_a_scheduler_by_address(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
