@@ -37,7 +37,7 @@ from urllib.parse import quote, urlsplit
 import msgspec
 from aiohttp import web
 
-from api.types import Problem
+from fumarole.api.types import Problem
 
 __all__ = [
     "ACCESS_KEY",

@@ -11,9 +11,9 @@ from typing import Any
 import msgspec
 from aiohttp import web
 
-from api.access import ACCESS_KEY, Access, access_middleware
-from api.openapi import openapi_document
-from api.types import (
+from fumarole.api.access import ACCESS_KEY, Access, access_middleware
+from fumarole.api.openapi import openapi_document
+from fumarole.api.types import (
     CycleDetail,
     CyclePage,
     CycleRow,
@@ -29,13 +29,13 @@ from api.types import (
     QueueList,
     Ready,
 )
-from api.ui import DEFAULT_JAEGER_URL, mount_dashboard
-from api.view import DaemonView
-from daemon.manifests.redaction import redact_event
-from store.codec import current_version
-from store.events import EVENT_TYPES, CycleClosed, CycleOpened
-from store.index import DECISION_TYPES
-from store.log import READ_PATIENCE, LogError, StoredEvent
+from fumarole.api.ui import DEFAULT_JAEGER_URL, mount_dashboard
+from fumarole.api.view import DaemonView
+from fumarole.daemon.manifests.redaction import redact_event
+from fumarole.store.codec import current_version
+from fumarole.store.events import EVENT_TYPES, CycleClosed, CycleOpened
+from fumarole.store.index import DECISION_TYPES
+from fumarole.store.log import READ_PATIENCE, LogError, StoredEvent
 
 __all__ = ["MAX_LIMIT", "TOKEN_KEY", "VIEW_KEY", "WORKER_HEADER", "build_app"]
 

@@ -18,10 +18,10 @@ from typing import Any
 
 import msgspec
 
-from api.types import DecisionPage, DecisionRow
-from store.codec import CodecError, decode
-from store.events import Event
-from store.log import CorruptEventError
+from fumarole.api.types import DecisionPage, DecisionRow
+from fumarole.store.codec import CodecError, decode
+from fumarole.store.events import Event
+from fumarole.store.log import CorruptEventError
 
 __all__ = ["DEFAULT_CACHE_BYTES", "DecisionJsonCache", "decision_page_json", "page_json", "row_json"]
 

@@ -39,8 +39,8 @@ from prometheus_client import (
 )
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
-from daemon.scheduler.model.quantity import QuantityError, parse_quantity
-from store.events import CycleClosed, EvictDecided, JobExplained, QueueFigures, QueueFiguresRecorded
+from fumarole.daemon.scheduler.model.quantity import QuantityError, parse_quantity
+from fumarole.store.events import CycleClosed, EvictDecided, JobExplained, QueueFigures, QueueFiguresRecorded
 
 __all__ = ["SchedulerMetrics", "exponential_buckets_range"]
 

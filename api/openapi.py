@@ -6,7 +6,7 @@ from typing import Any
 
 import msgspec
 
-from api.types import (
+from fumarole.api.types import (
     CycleDetail,
     CyclePage,
     DecisionPage,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import msgspec
 
-from store.events import CycleClosed, DecisionEvent, Event, ObservedEvent, PendingReason
+from fumarole.store.events import CycleClosed, DecisionEvent, Event, ObservedEvent, PendingReason
 
 __all__ = [
     "AheadRow",

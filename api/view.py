@@ -11,9 +11,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Protocol
 
-from api.types import JobDetail, JobRow, NodeRow, QueueHistory, QueueRow
-from store.events import Event
-from store.log import EventLog, StoredEvent
+from fumarole.api.types import JobDetail, JobRow, NodeRow, QueueHistory, QueueRow
+from fumarole.store.events import Event
+from fumarole.store.log import EventLog, StoredEvent
 
 
 class DecisionLog(EventLog, Protocol):

@@ -46,7 +46,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import aiohttp
 
-from store.events import (
+from fumarole.store.events import (
     BindDecided,
     ClockAdvanced,
     CycleClosed,
@@ -62,7 +62,7 @@ from store.events import (
     QueueFiguresRecorded,
     QueueUpserted,
 )
-from store.sqlite import SqliteEventLog
+from fumarole.store.sqlite import SqliteEventLog
 
 FUMAROLE = str(Path(sys.executable).parent / "fumarole")
 NODES = 500

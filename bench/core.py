@@ -28,14 +28,14 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from daemon.scheduler.framework.conf import DEFAULT_SCHEDULER_CONF, parse_conf
-from daemon.scheduler.framework.run import SessionResult, run_session
-from daemon.scheduler.model.job import JobInfo
-from daemon.scheduler.model.node import NodeInfo
-from daemon.scheduler.model.queue import QueueInfo
-from daemon.scheduler.model.resources import Resource
-from daemon.scheduler.model.snapshot import ClusterSnapshot
-from daemon.scheduler.model.task import TaskInfo, TaskStatus
+from fumarole.daemon.scheduler.framework.conf import DEFAULT_SCHEDULER_CONF, parse_conf
+from fumarole.daemon.scheduler.framework.run import SessionResult, run_session
+from fumarole.daemon.scheduler.model.job import JobInfo
+from fumarole.daemon.scheduler.model.node import NodeInfo
+from fumarole.daemon.scheduler.model.queue import QueueInfo
+from fumarole.daemon.scheduler.model.resources import Resource
+from fumarole.daemon.scheduler.model.snapshot import ClusterSnapshot
+from fumarole.daemon.scheduler.model.task import TaskInfo, TaskStatus
 
 GIB = 2**30
 JOB_SIZES = (1, 2, 4, 8, 16, 32)  # gang sizes cycled through (minMember = size)

@@ -61,13 +61,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import anyio
 
 from bench.workload import QUEUES, write
-from daemon.cache import load_projection, save_projection
-from daemon.cache.projection import Projection
-from daemon.runtime import heap
-from daemon.runtime.conf_watch import ConfWatcher
-from daemon.runtime.session_loop import CycleRunner, CycleSummary
-from daemon.runtime.writer import Writer
-from store.events import (
+from fumarole.daemon.cache import load_projection, save_projection
+from fumarole.daemon.cache.projection import Projection
+from fumarole.daemon.runtime import heap
+from fumarole.daemon.runtime.conf_watch import ConfWatcher
+from fumarole.daemon.runtime.session_loop import CycleRunner, CycleSummary
+from fumarole.daemon.runtime.writer import Writer
+from fumarole.store.events import (
     Event,
     NamespaceUpserted,
     NodeUpserted,
@@ -77,7 +77,7 @@ from store.events import (
     ResyncCompleted,
     ResyncStarted,
 )
-from store.sqlite import SqliteEventLog
+from fumarole.store.sqlite import SqliteEventLog
 
 GANG = 10
 EPOCH = "1970-01-01T00:00:00Z"
@@ -341,7 +341,7 @@ def _ts(line: dict[str, Any]) -> float:
 def workload(nodes: int, jobs: int, a: argparse.Namespace, tmp: Path) -> dict[str, Any]:
     cluster, wl = write(tmp / f"workload-{nodes}x{jobs}", nodes=nodes, jobs=jobs, seed=a.seed)
     cmd = [
-        sys.executable, "-m", "daemon.cli", "run",
+        sys.executable, "-m", "fumarole.daemon.cli", "run",
         "--data-dir", str(tmp / f"data-{nodes}x{jobs}"),
         "--cluster", str(cluster), "--workload", str(wl),
         "--no-api", "--log-level", "debug", "--log-format", "json",

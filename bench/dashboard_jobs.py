@@ -45,8 +45,8 @@ sys.path[:0] = [
 from fumarole_api_kit import start_serve, stop  # noqa: E402
 from ui_kit import PageWatch, browser, write_scale_log  # noqa: E402
 
-from store.events import CycleClosed, CycleOpened, JobExplained, PendingReason  # noqa: E402
-from store.sqlite import SqliteEventLog  # noqa: E402
+from fumarole.store.events import CycleClosed, CycleOpened, JobExplained, PendingReason  # noqa: E402
+from fumarole.store.sqlite import SqliteEventLog  # noqa: E402
 
 ACTIONS = ("enqueue", "allocate", "backfill", "preempt", "reclaim")
 

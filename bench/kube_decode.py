@@ -26,9 +26,9 @@ import msgspec
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # the checkout, not bench/daemon.py
 
-from daemon.adapters.kubernetes.events import CoreEvent
-from daemon.adapters.kubernetes.listing import decode_watch_frame
-from daemon.adapters.kubernetes.objects import KINDS, trimmed
+from fumarole.daemon.adapters.kubernetes.events import CoreEvent
+from fumarole.daemon.adapters.kubernetes.listing import decode_watch_frame
+from fumarole.daemon.adapters.kubernetes.objects import KINDS, trimmed
 
 PAYLOADS = Path(__file__).resolve().parents[1] / "tests" / "k8s" / "payloads"
 POD = next(k for k in KINDS if k.name == "Pod")

@@ -31,7 +31,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from daemon.runtime.queue_history import QueueHistoryReader
+from fumarole.daemon.runtime.queue_history import QueueHistoryReader
 
 
 def _bench_api() -> Any:

@@ -9,7 +9,7 @@
    `ratio_fold` / `ratio_fold_and_freeze` compare with plain read-and-decode (goal >= 0.3).
    Timings are the best of three runs (the machine is shared).
 2. Replay: a daemon-like history of `--cycles` cycles over the example cluster (pods arrive,
-   bind, run for a few cycles and finish), then `daemon.runtime.replay.replay` over it:
+   bind, run for a few cycles and finish), then `fumarole.daemon.runtime.replay.replay` over it:
    `cycles_verified_per_s`.
 
 Usage: python bench/replay.py [--nodes 2000] [--pods 20000] [--cycles 1000]
@@ -30,12 +30,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import anyio
 
-from daemon.cache import Projection, fold_log
-from daemon.manifests import expand_job, load_objects
-from daemon.runtime.conf_watch import bundled_conf_text, conf_hash, parse_scheduler_conf
-from daemon.runtime.cycle import decide
-from daemon.runtime.replay import replay
-from store.events import (
+from fumarole.daemon.cache import Projection, fold_log
+from fumarole.daemon.manifests import expand_job, load_objects
+from fumarole.daemon.runtime.conf_watch import bundled_conf_text, conf_hash, parse_scheduler_conf
+from fumarole.daemon.runtime.cycle import decide
+from fumarole.daemon.runtime.replay import replay
+from fumarole.store.events import (
     BindDecided,
     ClockAdvanced,
     ConfigurationRecorded,
@@ -45,7 +45,7 @@ from store.events import (
     PodUpserted,
     upserted,
 )
-from store.sqlite import SqliteEventLog
+from fumarole.store.sqlite import SqliteEventLog
 
 PER_GROUP = 8
 

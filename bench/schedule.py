@@ -2,7 +2,7 @@
 
 Generates the input with bench/schedule_input.py (1,000 nodes, 10,552 pending pods in 2,000
 gangs, ~3.9 MB of YAML, Volcano's default configuration plus binpack; a fixed seed), then runs
-`python -m daemon.cli schedule --timings` as a subprocess `--repeat` times per input format and
+`python -m fumarole.daemon.cli schedule --timings` as a subprocess `--repeat` times per input format and
 prints one JSON object per format: the best whole-process wall time, its CPU seconds (user +
 system of the child), the phases the command reports on stderr (imports and configuration,
 load, build, sessions, output: wall and CPU seconds each) and "startup and exit", the rest of
@@ -56,7 +56,16 @@ def child_env(pycache: Path | None) -> dict[str, str]:
 def run_once(
     conf: Path, cluster: Path, tree: Path = ROOT, timings: bool = True, env: dict[str, str] | None = None
 ) -> dict[str, Any]:
-    cmd = [sys.executable, "-m", "daemon.cli", "schedule", "--conf", str(conf), "--cluster", str(cluster)]
+    cmd = [
+        sys.executable,
+        "-m",
+        "fumarole.daemon.cli",
+        "schedule",
+        "--conf",
+        str(conf),
+        "--cluster",
+        str(cluster),
+    ]
     cmd += ["--now", "manifests", *(["--timings"] if timings else [])]
     before = os.times()
     t0 = time.perf_counter()

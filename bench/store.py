@@ -50,8 +50,8 @@ import anyio
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from store.codec import event_row
-from store.events import (
+from fumarole.store.codec import event_row
+from fumarole.store.events import (
     BindDecided,
     BindSucceeded,
     CycleClosed,
@@ -65,9 +65,9 @@ from store.events import (
     QueueFigures,
     QueueFiguresRecorded,
 )
-from store.index import INSERT_INDEX, index_fields
-from store.migrate import migrate
-from store.sqlite import _INSERT, SqliteEventLog
+from fumarole.store.index import INSERT_INDEX, index_fields
+from fumarole.store.migrate import migrate
+from fumarole.store.sqlite import _INSERT, SqliteEventLog
 
 Batch = tuple[list[Event], list[str | None]]
 

@@ -26,10 +26,10 @@ from typing import Any
 import anyio
 import asyncpg
 
-from store.codec import event_row
-from store.events import ClockAdvanced, Event
-from store.index import index_fields
-from store.postgres import PostgresEventLog
+from fumarole.store.codec import event_row
+from fumarole.store.events import ClockAdvanced, Event
+from fumarole.store.index import index_fields
+from fumarole.store.postgres import PostgresEventLog
 
 Batch = tuple[list[Event], list[str | None]]
 

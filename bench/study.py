@@ -24,7 +24,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from daemon.cli.main import main as fumarole
+from fumarole.daemon.cli.main import main as fumarole
 
 
 def timed(argv: list[str]) -> dict[str, float]:

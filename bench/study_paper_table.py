@@ -20,7 +20,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from daemon.study.paper_results import paper_curves
+from fumarole.daemon.study.paper_results import paper_curves
 
 
 def main() -> None:

@@ -3,7 +3,7 @@
 The same small grid each time (default: the fast engine's binpack, spread and fgd on the trace's
 default pod list, seeds 42-45: 12 inflation experiments on the 1,523 nodes), each time in a fresh
 results folder (nothing resumed), through the same client code as the command
-(`daemon.study.sweep.sweep` on a `distributed.LocalCluster` of one-thread worker processes on
+(`fumarole.daemon.study.sweep.sweep` on a `distributed.LocalCluster` of one-thread worker processes on
 127.0.0.1). Prints one JSON object: per worker count the wall seconds of the sweep (cluster start
 excluded, reported apart), experiments per second and the speed-up over one worker, and the CPUs
 this process may use. The machine may be shared: run it niced and alone, and read the speed-up
@@ -25,7 +25,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from daemon.study.sweep import grid, sweep
+from fumarole.daemon.study.sweep import grid, sweep
 
 
 def main() -> None:

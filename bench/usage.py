@@ -19,10 +19,10 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from daemon.manifests import build_snapshot
-from daemon.scheduler.framework.conf import parse_conf
-from daemon.scheduler.framework.run import run_session
-from daemon.scheduler.model.node_usage import NodeUsage
+from fumarole.daemon.manifests import build_snapshot
+from fumarole.daemon.scheduler.framework.conf import parse_conf
+from fumarole.daemon.scheduler.framework.run import run_session
+from fumarole.daemon.scheduler.model.node_usage import NodeUsage
 
 CONF = """
 actions: "enqueue, allocate"

@@ -23,7 +23,7 @@ import hashlib, os, sys
 h = hashlib.sha256()
 for f in ("pyproject.toml", f"requirements/{sys.argv[1]}.txt"):
     h.update(open(f, "rb").read())
-for pkg in ("daemon", "store", "api"):
+for pkg in ("fumarole", "daemon", "store", "api"):
     h.update(b"%s:%d" % (pkg.encode(), os.path.exists(os.path.join(pkg, "__init__.py"))))
 print(h.hexdigest())
 EOF

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from store.postgres import is_postgres_url, redact_dsn
+from fumarole.store.postgres import is_postgres_url, redact_dsn
 
 if TYPE_CHECKING:
-    from store.postgres import PostgresEventLog
-    from store.sqlite import SqliteEventLog
+    from fumarole.store.postgres import PostgresEventLog
+    from fumarole.store.sqlite import SqliteEventLog
 
 __all__ = ["describe_db", "is_postgres_url", "open_log"]
 
@@ -19,10 +19,10 @@ async def open_log(
     """Open the event log `db` names (PostgreSQL URL or SQLite file); readonly opens apply no migration.
     `retry_for`: how long a PostgreSQL log's operations wait out a lost database (None: for ever)."""
     if is_postgres_url(db):
-        from store.postgres import PostgresEventLog
+        from fumarole.store.postgres import PostgresEventLog
 
         return await PostgresEventLog.open(db, readonly=readonly, retry_for=retry_for)
-    from store.sqlite import SqliteEventLog
+    from fumarole.store.sqlite import SqliteEventLog
 
     return await SqliteEventLog.open(db, readonly=readonly)
 

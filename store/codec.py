@@ -7,8 +7,8 @@ from typing import Any
 
 import msgspec
 
-from store.events import EVENT_TYPES, Event, EventBase, event_type
-from store.log import LogError
+from fumarole.store.events import EVENT_TYPES, Event, EventBase, event_type
+from fumarole.store.log import LogError
 
 Upcaster = Callable[[dict[str, Any]], dict[str, Any]]
 """Turns the field map of (type, v) into the field map of (type, v + 1); must set nothing but fields."""

@@ -18,11 +18,11 @@ from typing import Any
 
 import asyncpg
 
-from store.codec import CodecError, decode
-from store.index import cycle_spans, index_fields
-from store.log import LogError
-from store.migrate import check_schema
-from store.postgres import _INSERT, _INSERT_INDEX, _UPSERT_CYCLES, PostgresEventLog, redact_dsn
+from fumarole.store.codec import CodecError, decode
+from fumarole.store.index import cycle_spans, index_fields
+from fumarole.store.log import LogError
+from fumarole.store.migrate import check_schema
+from fumarole.store.postgres import _INSERT, _INSERT_INDEX, _UPSERT_CYCLES, PostgresEventLog, redact_dsn
 
 __all__ = ["CopyReport", "LogDigest", "copy_sqlite_to_postgres", "sqlite_path"]
 

@@ -23,7 +23,7 @@ import resource
 import sqlite3
 from pathlib import Path
 
-from store.log import LogError
+from fumarole.store.log import LogError
 
 __all__ = ["MIN_FREE_BYTES", "check_writable", "readonly_uri", "write_failure"]
 

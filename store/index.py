@@ -15,8 +15,8 @@ import sqlite3
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from store.codec import CodecError, decode, event_row
-from store.events import (
+from fumarole.store.codec import CodecError, decode, event_row
+from fumarole.store.events import (
     DECISIONS,
     BindDecided,
     Event,
@@ -26,10 +26,10 @@ from store.events import (
     PipelineDecided,
     PodGroupStatusChanged,
 )
-from store.log import CorruptEventError
+from fumarole.store.log import CorruptEventError
 
 if TYPE_CHECKING:
-    from store.pg_sync import PgSyncConnection
+    from fumarole.store.pg_sync import PgSyncConnection
 
 __all__ = [
     "DECISION_TYPES",
@@ -296,11 +296,11 @@ def open_readonly(
     A postgresql:// URL gives the same on PostgreSQL (store/pg_sync.py: `?` placeholders work).
     """
     if path.startswith(("postgresql://", "postgres://")):
-        from store.pg_sync import PgSyncConnection
+        from fumarole.store.pg_sync import PgSyncConnection
 
         return PgSyncConnection(path)
 
-    from store.disk import readonly_uri
+    from fumarole.store.disk import readonly_uri
 
     uri = readonly_uri(path)
     conn = sqlite3.connect(uri, uri=True, isolation_level=None, check_same_thread=False)

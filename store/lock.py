@@ -15,7 +15,7 @@ import os
 import time
 from pathlib import Path
 
-from store.log import LogError
+from fumarole.store.log import LogError
 
 __all__ = ["LogLockedError", "WriterLock", "check_unlocked", "lock_path"]
 

@@ -8,7 +8,7 @@ from typing import Protocol
 
 import msgspec
 
-from store.events import Event
+from fumarole.store.events import Event
 
 # How long a read may wait for a database that cannot be reached before it fails (seconds; None:
 # the log's own setting).  The REST API sets a short one for its requests (a request answers 503

@@ -7,9 +7,9 @@ from collections.abc import AsyncGenerator, Collection, Sequence
 
 import anyio
 
-from store.codec import CodecError, decode, event_row
-from store.events import Event
-from store.log import (
+from fumarole.store.codec import CodecError, decode, event_row
+from fumarole.store.events import Event
+from fumarole.store.log import (
     CorruptEventError,
     LogClosedError,
     StoredEvent,

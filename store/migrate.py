@@ -9,8 +9,8 @@ from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
-from store.disk import readonly_uri
-from store.log import LogError
+from fumarole.store.disk import readonly_uri
+from fumarole.store.log import LogError
 
 MIN_SQLITE = (3, 37, 0)  # STRICT tables
 _NAME = re.compile(r"^(\d{4})_([A-Za-z0-9_]+)\.sql$")
@@ -56,7 +56,7 @@ def _candidates() -> list[Path]:
     symlink to the top-level directory in a source checkout), then the checkout's top level."""
     out: list[Path] = []
     try:
-        packaged = resources.files("store") / "migrations"
+        packaged = resources.files("fumarole.store") / "migrations"
         out.append(Path(str(packaged)))
     except (ModuleNotFoundError, TypeError):  # pragma: no cover - store is always importable here
         pass
@@ -175,7 +175,9 @@ def migrate(
         for mig in migs:
             if _apply_one(conn, mig, path, code_version):
                 applied.append(mig.version)
-        from store.index import backfill_index  # the decision index (0002) covers rows written before it
+        from fumarole.store.index import (
+            backfill_index,  # the decision index (0002) covers rows written before it
+        )
 
         backfill_index(conn)
         return applied

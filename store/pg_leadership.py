@@ -17,8 +17,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from store.log import LogError
-from store.postgres import PostgresEventLog
+from fumarole.store.log import LogError
+from fumarole.store.postgres import PostgresEventLog
 
 __all__ = ["Leadership", "LeaseState", "Term", "leader_terms", "lease_state"]
 

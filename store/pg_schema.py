@@ -17,7 +17,13 @@ from typing import Any
 
 import asyncpg
 
-from store.migrate import Migration, MigrationError, SchemaTooNewError, load_migrations, migrations_dir
+from fumarole.store.migrate import (
+    Migration,
+    MigrationError,
+    SchemaTooNewError,
+    load_migrations,
+    migrations_dir,
+)
 
 __all__ = ["check_schema_pg", "migrate_pg", "pg_migrations", "schema_version_pg"]
 

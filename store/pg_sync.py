@@ -22,9 +22,9 @@ from typing import Any
 
 import asyncpg
 
-from store.log import LogError
-from store.pg_errors import connect_error, is_transient
-from store.pg_url import redact_dsn, to_dollar_params
+from fumarole.store.log import LogError
+from fumarole.store.pg_errors import connect_error, is_transient
+from fumarole.store.pg_url import redact_dsn, to_dollar_params
 
 __all__ = ["PgSyncConnection"]
 

@@ -46,10 +46,10 @@ from typing import Any
 import anyio
 import asyncpg
 
-from store.codec import CodecError, decode
-from store.events import Event
-from store.index import IndexedRow, cycle_spans, decision_query, indexed_rows
-from store.log import (
+from fumarole.store.codec import CodecError, decode
+from fumarole.store.events import Event
+from fumarole.store.index import IndexedRow, cycle_spans, decision_query, indexed_rows
+from fumarole.store.log import (
     READ_PATIENCE,
     CorruptEventError,
     FencedError,
@@ -61,9 +61,9 @@ from store.log import (
     check_read_args,
     check_snapshot_args,
 )
-from store.pg_errors import connect_error, is_transient
-from store.pg_schema import check_schema_pg, migrate_pg
-from store.pg_url import DsnError, check_dsn, is_postgres_url, redact_dsn, to_dollar_params
+from fumarole.store.pg_errors import connect_error, is_transient
+from fumarole.store.pg_schema import check_schema_pg, migrate_pg
+from fumarole.store.pg_url import DsnError, check_dsn, is_postgres_url, redact_dsn, to_dollar_params
 
 __all__ = [
     "CHANNEL",

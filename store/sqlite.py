@@ -13,11 +13,18 @@ from typing import Any
 import aiosqlite
 import anyio
 
-from store.codec import CodecError, decode
-from store.disk import readonly_uri, write_failure
-from store.events import Event
-from store.index import INSERT_INDEX, UPSERT_CYCLE, IndexedRow, cycle_spans, decision_query, indexed_rows
-from store.log import (
+from fumarole.store.codec import CodecError, decode
+from fumarole.store.disk import readonly_uri, write_failure
+from fumarole.store.events import Event
+from fumarole.store.index import (
+    INSERT_INDEX,
+    UPSERT_CYCLE,
+    IndexedRow,
+    cycle_spans,
+    decision_query,
+    indexed_rows,
+)
+from fumarole.store.log import (
     CorruptEventError,
     LogClosedError,
     LogError,
@@ -27,7 +34,7 @@ from store.log import (
     check_read_args,
     check_snapshot_args,
 )
-from store.migrate import check_schema, migrate
+from fumarole.store.migrate import check_schema, migrate
 
 _INSERT = (
     "INSERT INTO events (seq, type, v, at_ms, idem_key, body) VALUES (?, ?, ?, ?, ?, ?) "

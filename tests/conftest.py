@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from daemon.scheduler.framework.run import guard_snapshots
+from fumarole.daemon.scheduler.framework.run import guard_snapshots
 
 _GUARDED = tuple(Path(__file__).parent / d for d in ("scheduler", "cache", "runtime"))
 

@@ -6,7 +6,7 @@ import gc
 
 import pytest
 
-from daemon.gc_pause import collector_paused
+from fumarole.daemon.gc_pause import collector_paused
 
 
 def test_collector_is_off_inside_and_restored_after_an_error() -> None:

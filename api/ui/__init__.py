@@ -27,9 +27,9 @@ from pathlib import Path
 
 from aiohttp import web
 
-from api.ui.live import LiveFeed, stream_handler
-from api.ui.login import login_page, login_submit
-from api.view import DaemonView
+from fumarole.api.ui.live import LiveFeed, stream_handler
+from fumarole.api.ui.login import login_page, login_submit
+from fumarole.api.view import DaemonView
 
 __all__ = ["ASSETS", "DEFAULT_JAEGER_URL", "FEED_KEY", "mount_dashboard"]
 

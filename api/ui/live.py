@@ -31,9 +31,9 @@ from typing import Any
 import msgspec
 from aiohttp import web
 
-from api.types import CycleRow
-from store.events import CycleClosed, CycleOpened
-from store.log import EventLog, LogError
+from fumarole.api.types import CycleRow
+from fumarole.store.events import CycleClosed, CycleOpened
+from fumarole.store.log import EventLog, LogError
 
 __all__ = ["LiveFeed", "Subscription", "sse_message", "stream_handler"]
 

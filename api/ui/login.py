@@ -16,7 +16,7 @@ from urllib.parse import urlsplit
 
 from aiohttp import web
 
-from api.access import ACCESS_KEY, SESSION_COOKIE, SESSION_SECONDS
+from fumarole.api.access import ACCESS_KEY, SESSION_COOKIE, SESSION_SECONDS
 
 __all__ = ["login_page", "login_submit", "safe_next"]
 

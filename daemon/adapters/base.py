@@ -2,7 +2,7 @@
 
 The runtime talks to a cluster only through these two protocols (plus, for a simulated
 cluster, the lockstep clock of `SimulatedCluster`).  Every value crossing them is an event
-of `store.events`, so whatever an adapter says is written to the log verbatim and the
+of `fumarole.store.events`, so whatever an adapter says is written to the log verbatim and the
 cache learns of it like of any other fact.
 
 Contract, in the order the runtime uses it:
@@ -42,8 +42,8 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import Any, Protocol, runtime_checkable
 
-from store.events import BindDecided, EvictDecided, ObservedEvent, OutcomeEvent
-from store.events.base import EventBase
+from fumarole.store.events import BindDecided, EvictDecided, ObservedEvent, OutcomeEvent
+from fumarole.store.events.base import EventBase
 
 __all__ = [
     "RESYNC_KINDS",

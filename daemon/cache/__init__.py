@@ -1,8 +1,13 @@
 """The projection (daemon/cache): events folded into cluster state, frozen into ClusterSnapshots."""
 
-from daemon.cache.load import SNAPSHOT_NAME, fold_log, load, load_projection, save, save_projection
-from daemon.cache.projection import Projection, session_id
-from daemon.cache.snapshot_codec import SnapshotFormatError, decode_projection, encode_projection, state_image
+from fumarole.daemon.cache.load import SNAPSHOT_NAME, fold_log, load, load_projection, save, save_projection
+from fumarole.daemon.cache.projection import Projection, session_id
+from fumarole.daemon.cache.snapshot_codec import (
+    SnapshotFormatError,
+    decode_projection,
+    encode_projection,
+    state_image,
+)
 
 __all__ = [
     "SNAPSHOT_NAME",

@@ -22,13 +22,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from daemon.cache.state import BindOverlay, Key, Manifest
-from daemon.manifests import ManifestError, ObjectDecoder
-from daemon.scheduler.model.job import JobInfo
-from daemon.scheduler.model.node import NodeError, NodeInfo
-from daemon.scheduler.model.snapshot import ClusterSnapshot
-from daemon.scheduler.model.task import COMPLETED_STATUSES, TaskInfo
-from store.events import PodGroupStatusChanged
+from fumarole.daemon.cache.state import BindOverlay, Key, Manifest
+from fumarole.daemon.manifests import ManifestError, ObjectDecoder
+from fumarole.daemon.scheduler.model.job import JobInfo
+from fumarole.daemon.scheduler.model.node import NodeError, NodeInfo
+from fumarole.daemon.scheduler.model.snapshot import ClusterSnapshot
+from fumarole.daemon.scheduler.model.task import COMPLETED_STATUSES, TaskInfo
+from fumarole.store.events import PodGroupStatusChanged
 
 __all__ = ["DirtySource", "Membership", "freeze_dirty"]
 
@@ -43,7 +43,7 @@ def job_unchanged(entry: JobEntry, group: Any, status: Any, version: int, held: 
 
 
 class DirtySource(Protocol):
-    """What a dirty freeze reads and writes of the projection (`daemon.cache.projection.Projection`
+    """What a dirty freeze reads and writes of the projection (`fumarole.daemon.cache.projection.Projection`
     is one; named structurally so that this module need not import the projection, which imports it)."""
 
     objects: dict[str, dict[Key, Manifest]]

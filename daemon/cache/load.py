@@ -7,11 +7,16 @@ from collections.abc import Iterable
 
 import anyio.to_thread
 
-from daemon.cache.projection import Projection
-from daemon.cache.snapshot_codec import SnapshotFormatError, decode_projection, encode_parts, snapshot_parts
-from daemon.cache.state import DEFAULT_SCHEDULER_NAMES
-from daemon.scheduler.model.queue import DEFAULT_QUEUE
-from store.log import EventLog
+from fumarole.daemon.cache.projection import Projection
+from fumarole.daemon.cache.snapshot_codec import (
+    SnapshotFormatError,
+    decode_projection,
+    encode_parts,
+    snapshot_parts,
+)
+from fumarole.daemon.cache.state import DEFAULT_SCHEDULER_NAMES
+from fumarole.daemon.scheduler.model.queue import DEFAULT_QUEUE
+from fumarole.store.log import EventLog
 
 __all__ = ["SNAPSHOT_NAME", "fold_log", "load", "load_projection", "save", "save_projection"]
 

@@ -1,6 +1,6 @@
 """Projection: the folded state plus per-object parse caches, frozen into a ClusterSnapshot per cycle.
 
-Freezing assembles the snapshot exactly as `daemon.manifests.build_snapshot` would for the
+Freezing assembles the snapshot exactly as `fumarole.daemon.manifests.build_snapshot` would for the
 objects the projection holds (kinds in build_snapshot's order, each kind in first-arrival
 order), then applies the folded decisions (see `state.py`).  Each manifest is parsed once per
 version (`ObjectDecoder`); each pod's TaskInfo template is built once per version and
@@ -21,13 +21,13 @@ from collections.abc import Iterable
 from dataclasses import replace
 from typing import Any
 
-from daemon.cache.dirty_set import Membership, freeze_dirty, job_unchanged
-from daemon.cache.state import DEFAULT_SCHEDULER_NAMES, Key, ProjectionState
-from daemon.manifests import BUILTIN_PRIORITY_CLASSES, ManifestError, ObjectDecoder
-from daemon.scheduler.model.hypernode import HyperNodeSpec
-from daemon.scheduler.model.job import Condition, JobInfo
-from daemon.scheduler.model.node import NodeError, NodeInfo
-from daemon.scheduler.model.queue import (
+from fumarole.daemon.cache.dirty_set import Membership, freeze_dirty, job_unchanged
+from fumarole.daemon.cache.state import DEFAULT_SCHEDULER_NAMES, Key, ProjectionState
+from fumarole.daemon.manifests import BUILTIN_PRIORITY_CLASSES, ManifestError, ObjectDecoder
+from fumarole.daemon.scheduler.model.hypernode import HyperNodeSpec
+from fumarole.daemon.scheduler.model.job import Condition, JobInfo
+from fumarole.daemon.scheduler.model.node import NodeError, NodeInfo
+from fumarole.daemon.scheduler.model.queue import (
     DEFAULT_QUEUE,
     QUEUE_OPEN,
     ROOT_QUEUE,
@@ -35,9 +35,9 @@ from daemon.scheduler.model.queue import (
     PriorityClassInfo,
     QueueInfo,
 )
-from daemon.scheduler.model.snapshot import ClusterSnapshot
-from daemon.scheduler.model.task import COMPLETED_STATUSES, TaskInfo, TaskStatus
-from store.events import (
+from fumarole.daemon.scheduler.model.snapshot import ClusterSnapshot
+from fumarole.daemon.scheduler.model.task import COMPLETED_STATUSES, TaskInfo, TaskStatus
+from fumarole.store.events import (
     BindDecided,
     BindFailed,
     BindSucceeded,

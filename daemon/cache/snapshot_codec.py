@@ -31,11 +31,11 @@ from typing import Any
 
 import msgspec
 
-from daemon.cache.projection import Projection
-from daemon.cache.state import KINDS, BindOverlay, raw_group_of, raw_uid
-from daemon.gc_pause import collector_paused
-from daemon.scheduler.model.node_usage import NODE_METRICS_PERIOD, NodeUsage
-from store.events import JobExplained, PodGroupStatusChanged, QueueFigures
+from fumarole.daemon.cache.projection import Projection
+from fumarole.daemon.cache.state import KINDS, BindOverlay, raw_group_of, raw_uid
+from fumarole.daemon.gc_pause import collector_paused
+from fumarole.daemon.scheduler.model.node_usage import NODE_METRICS_PERIOD, NodeUsage
+from fumarole.store.events import JobExplained, PodGroupStatusChanged, QueueFigures
 
 __all__ = [
     "FORMAT",
@@ -144,8 +144,8 @@ def _by_constructor(value: Any) -> tuple[Any, ...]:
 def _dispatch_table() -> dict[type, Any]:
     """Reductions for the frozen slotted dataclasses of the model and the manifest records whose
     every field is a constructor argument (the others pickle as usual)."""
-    import daemon.manifests as manifests_pkg
-    import daemon.scheduler.model as model_pkg
+    import fumarole.daemon.manifests as manifests_pkg
+    import fumarole.daemon.scheduler.model as model_pkg
 
     table: dict[type, Any] = dict(copyreg.dispatch_table)
     for pkg in (manifests_pkg, model_pkg):

@@ -50,8 +50,8 @@ from typing import Any
 
 import msgspec
 
-from daemon.scheduler.model.node_usage import NodeUsage
-from store.events import (
+from fumarole.daemon.scheduler.model.node_usage import NodeUsage
+from fumarole.store.events import (
     BindDecided,
     BindFailed,
     ClockAdvanced,

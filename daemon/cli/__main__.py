@@ -1,9 +1,9 @@
-"""`python -m daemon.cli …`: the `fumarole` command without the console script (serve's workers use it)."""
+"""`python -m fumarole.daemon.cli …`: `fumarole` without the console script (serve's workers use it)."""
 
 from __future__ import annotations
 
 import sys
 
-from daemon.cli.main import main
+from fumarole.daemon.cli.main import main
 
 sys.exit(main())

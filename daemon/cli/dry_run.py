@@ -18,13 +18,13 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from daemon.scheduler.framework.apply import apply_result
-from daemon.scheduler.framework.conf import SchedulerConf
-from daemon.scheduler.framework.run import SessionResult, run_session
-from daemon.scheduler.model.job import Condition
-from daemon.scheduler.model.resources import finite_quantities, resource_list
-from daemon.scheduler.model.snapshot import ClusterSnapshot
-from daemon.scheduler.model.task import TaskStatus
+from fumarole.daemon.scheduler.framework.apply import apply_result
+from fumarole.daemon.scheduler.framework.conf import SchedulerConf
+from fumarole.daemon.scheduler.framework.run import SessionResult, run_session
+from fumarole.daemon.scheduler.model.job import Condition
+from fumarole.daemon.scheduler.model.resources import finite_quantities, resource_list
+from fumarole.daemon.scheduler.model.snapshot import ClusterSnapshot
+from fumarole.daemon.scheduler.model.task import TaskStatus
 
 SCHEDULE_PERIOD_SECONDS = 1.0
 NOW_FROM_MANIFESTS = "manifests"

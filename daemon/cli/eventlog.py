@@ -6,7 +6,7 @@ import argparse
 import sys
 from typing import Any
 
-from daemon.cli.exits import EXIT_OK, InputError, bad_input
+from fumarole.daemon.cli.exits import EXIT_OK, InputError, bad_input
 
 
 def db_arg(value: str | None) -> str | None:
@@ -19,7 +19,7 @@ def db_arg(value: str | None) -> str | None:
 def checked_url(db: str, what: str = "--db") -> None:
     """InputError (exit 2, one line, no password shown) for a URL that is not a usable postgresql://
     one (another scheme, a bad port, an unclosed `[`); a file path passes."""
-    from store.pg_url import DsnError, check_dsn, is_postgres_url, looks_like_url
+    from fumarole.store.pg_url import DsnError, check_dsn, is_postgres_url, looks_like_url
 
     if is_postgres_url(db) or looks_like_url(db):
         try:
@@ -33,7 +33,7 @@ def existing_db(value: str | None) -> str:
     file; InputError (exit 2) otherwise."""
     from pathlib import Path
 
-    from store.backend import is_postgres_url
+    from fumarole.store.backend import is_postgres_url
 
     db = db_arg(value)
     if db is None:
@@ -100,7 +100,7 @@ def add_parsers(sub: Any) -> None:
 def cmd_migrate(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from store.backend import is_postgres_url
+    from fumarole.store.backend import is_postgres_url
 
     if args.source or args.target:
         if args.db:
@@ -115,10 +115,10 @@ def cmd_migrate(args: argparse.Namespace) -> int:
     if is_postgres_url(args.db):
         return _migrate_postgres(args.db)
 
-    from store.disk import check_writable
-    from store.lock import LogLockedError, check_unlocked
-    from store.log import LogError
-    from store.migrate import MigrationError, load_migrations, migrate
+    from fumarole.store.disk import check_writable
+    from fumarole.store.lock import LogLockedError, check_unlocked
+    from fumarole.store.log import LogError
+    from fumarole.store.migrate import MigrationError, load_migrations, migrate
 
     parent = Path(args.db).parent
     if not parent.is_dir():
@@ -146,15 +146,15 @@ def cmd_migrate(args: argparse.Namespace) -> int:
 def _migrate_postgres(dsn: str) -> int:
     import anyio
 
-    from store.log import LogError
-    from store.pg_schema import pg_migrations
-    from store.postgres import redact_dsn
+    from fumarole.store.log import LogError
+    from fumarole.store.pg_schema import pg_migrations
+    from fumarole.store.postgres import redact_dsn
 
     async def go() -> list[int]:
         import asyncpg
 
-        from store.pg_schema import migrate_pg
-        from store.postgres import connect_error
+        from fumarole.store.pg_schema import migrate_pg
+        from fumarole.store.postgres import connect_error
 
         try:
             conn = await asyncpg.connect(dsn, timeout=CONNECT_TIMEOUT)
@@ -167,8 +167,8 @@ def _migrate_postgres(dsn: str) -> int:
         finally:
             await conn.close()
 
-    from store.migrate import MigrationError
-    from store.postgres import CONNECT_TIMEOUT
+    from fumarole.store.migrate import MigrationError
+    from fumarole.store.postgres import CONNECT_TIMEOUT
 
     try:
         applied = anyio.run(go)
@@ -186,12 +186,12 @@ def _migrate_postgres(dsn: str) -> int:
 def _cmd_copy(source: str | None, target: str | None) -> int:
     import anyio
 
-    from daemon.cli.exits import EXIT_FAILED
-    from store.backend import is_postgres_url
-    from store.copy import CopyError, copy_sqlite_to_postgres, sqlite_path
-    from store.lock import LogLockedError, check_unlocked
-    from store.log import LogError
-    from store.postgres import redact_dsn
+    from fumarole.daemon.cli.exits import EXIT_FAILED
+    from fumarole.store.backend import is_postgres_url
+    from fumarole.store.copy import CopyError, copy_sqlite_to_postgres, sqlite_path
+    from fumarole.store.lock import LogLockedError, check_unlocked
+    from fumarole.store.log import LogError
+    from fumarole.store.postgres import redact_dsn
 
     if not source or not target:
         return bad_input("migrate: --from and --to go together")
@@ -231,8 +231,8 @@ def _cmd_copy(source: str | None, target: str | None) -> int:
 def cmd_events(args: argparse.Namespace) -> int:
     import anyio
 
-    from store.events import EVENT_TYPES
-    from store.log import LogError
+    from fumarole.store.events import EVENT_TYPES
+    from fumarole.store.log import LogError
 
     types: list[str] | None = None
     if args.types:
@@ -262,7 +262,7 @@ async def _dump(db: str, since: int, types: list[str] | None, limit: int | None)
 
     import msgspec
 
-    from store.backend import open_log
+    from fumarole.store.backend import open_log
 
     log = await open_log(db, readonly=True)
     try:

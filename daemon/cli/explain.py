@@ -13,10 +13,10 @@ import argparse
 import sys
 from typing import TYPE_CHECKING, Any
 
-from daemon.cli.exits import EXIT_OK, InputError, bad_input
+from fumarole.daemon.cli.exits import EXIT_OK, InputError, bad_input
 
 if TYPE_CHECKING:  # annotations only: `fumarole schedule` need not import the API's types
-    from api.types import JobDetail, JobHistory
+    from fumarole.api.types import JobDetail, JobHistory
 
 EXIT_UNKNOWN = 1
 
@@ -52,12 +52,12 @@ def cmd_explain(args: argparse.Namespace) -> int:
     import anyio
     import msgspec
 
-    from store.log import LogError
+    from fumarole.store.log import LogError
 
     ns, sep, name = args.job.partition("/")
     if not sep or not ns or not name or "/" in name:
         return bad_input(f"{args.job!r}: expected <namespace>/<job>")
-    from daemon.cli.eventlog import existing_db
+    from fumarole.daemon.cli.eventlog import existing_db
 
     try:
         args.db = existing_db(args.db)
@@ -68,7 +68,7 @@ def cmd_explain(args: argparse.Namespace) -> int:
     except LogError as e:
         return bad_input(str(e))
     if detail is None:
-        from store.backend import describe_db  # asyncpg and asyncio: not on other commands' start-up
+        from fumarole.store.backend import describe_db  # asyncpg and asyncio: not on other commands' start-up
 
         print(f"fumarole: job {ns}/{name} is not known in {describe_db(args.db)}", file=sys.stderr)
         return EXIT_UNKNOWN
@@ -80,7 +80,7 @@ def cmd_explain(args: argparse.Namespace) -> int:
 
 
 async def _explain(db: str, ns: str, name: str) -> JobDetail | None:
-    from daemon.runtime.api_view import ReadOnlyView
+    from fumarole.daemon.runtime.api_view import ReadOnlyView
 
     view = await ReadOnlyView.open(db)
     try:

@@ -13,8 +13,8 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from daemon.cli import eventlog, explain, replay, report, run, schedule, serve, study
-from daemon.cli.exits import EXIT_OK, InputError, bad_input
+from fumarole.daemon.cli import eventlog, explain, replay, report, run, schedule, serve, study
+from fumarole.daemon.cli.exits import EXIT_OK, InputError, bad_input
 
 
 def _version() -> str:
@@ -57,8 +57,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    from daemon.manifests import ManifestError
-    from daemon.scheduler.framework.conf import ConfError
+    from fumarole.daemon.manifests import ManifestError
+    from fumarole.daemon.scheduler.framework.conf import ConfError
 
     parser = build_parser()
     args = parser.parse_args(argv)

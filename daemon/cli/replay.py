@@ -18,7 +18,7 @@ from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
 from typing import Any
 
-from daemon.cli.exits import EXIT_DIFFERENT, EXIT_OK, InputError, bad_input
+from fumarole.daemon.cli.exits import EXIT_DIFFERENT, EXIT_OK, InputError, bad_input
 
 __all__ = ["add_parser", "cmd_replay", "report_json", "report_table"]
 
@@ -84,18 +84,18 @@ def add_parser(sub: Any) -> None:
 def cmd_replay(args: argparse.Namespace) -> int:
     import anyio
 
-    from daemon.runtime.conf_watch import conf_hash
-    from daemon.runtime.replay import ReplayError
-    from daemon.scheduler.framework.conf import ConfError
-    from daemon.scheduler.framework.conf_check import parse_scheduler_conf
-    from store.log import LogError
+    from fumarole.daemon.runtime.conf_watch import conf_hash
+    from fumarole.daemon.runtime.replay import ReplayError
+    from fumarole.daemon.scheduler.framework.conf import ConfError
+    from fumarole.daemon.scheduler.framework.conf_check import parse_scheduler_conf
+    from fumarole.store.log import LogError
 
     if args.from_seq < 1:
         return bad_input("--from: must be 1 or more")
     if args.to_seq is not None and args.to_seq < args.from_seq:
         return bad_input("--to: must not be below --from")
-    from daemon.cli.eventlog import existing_db
-    from store.backend import describe_db
+    from fumarole.daemon.cli.eventlog import existing_db
+    from fumarole.store.backend import describe_db
 
     try:
         db = existing_db(args.db)
@@ -124,7 +124,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
     if args.format == "json":
         sys.stdout.write(json.dumps(report_json(report, describe_db(db)), separators=(",", ":")) + "\n")
     else:
-        from daemon.cli.tables import stdout_terminal_width
+        from fumarole.daemon.cli.tables import stdout_terminal_width
 
         sys.stdout.write(report_table(report, describe_db(db), terminal_width=stdout_terminal_width()))
     return EXIT_DIFFERENT if report.different else EXIT_OK
@@ -154,8 +154,8 @@ def _progress() -> tuple[AbstractContextManager[Any], Callable[[int, int], None]
 
 
 async def _run(db: str, alternative: Any, alt_hash: str, from_seq: int, to_seq: int | None) -> Any:
-    from daemon.runtime.replay import replay
-    from store.backend import open_log
+    from fumarole.daemon.runtime.replay import replay
+    from fumarole.store.backend import open_log
 
     log = await open_log(db, readonly=True)
     try:
@@ -234,7 +234,7 @@ def _whatif_text(w: Any) -> str:
 
 
 def report_table(report: Any, db: str, *, terminal_width: int | None = None) -> str:
-    from daemon.cli.tables import text_table
+    from fumarole.daemon.cli.tables import text_table
 
     alt = bool(report.alternative_hash)
     headers = ["CYCLE", "SEQ", "WATERMARK", "RESULT", "FIRST DIFFERENCE"]

@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from daemon.cli.exits import EXIT_OK, bad_input
+from fumarole.daemon.cli.exits import EXIT_OK, bad_input
 
 
 def add_parser(sub: Any) -> None:
@@ -37,9 +37,9 @@ def add_parser(sub: Any) -> None:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    from daemon.study.figures import FORMATS
-    from daemon.study.paper_results import PaperError
-    from daemon.study.report import write_report
+    from fumarole.daemon.study.figures import FORMATS
+    from fumarole.daemon.study.paper_results import PaperError
+    from fumarole.daemon.study.report import write_report
 
     formats = [f.strip() for f in args.formats.split(",") if f.strip()]
     bad = [f for f in formats if f not in FORMATS]
@@ -70,7 +70,7 @@ def cmd_report(args: argparse.Namespace) -> int:
     def progress(line: str) -> None:
         print(line, file=sys.stderr, flush=True)
 
-    from store.log import LogError
+    from fumarole.store.log import LogError
 
     try:
         files = write_report(

@@ -8,7 +8,7 @@ import os
 import sys
 from typing import Any
 
-from daemon.cli.exits import EXIT_FAILED, bad_input
+from fumarole.daemon.cli.exits import EXIT_FAILED, bad_input
 
 
 def add_parser(sub: Any) -> None:
@@ -120,18 +120,18 @@ def add_parser(sub: Any) -> None:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from daemon.runtime.service import hold_signals
+    from fumarole.daemon.runtime.service import hold_signals
 
     hold_signals()  # from here to the exit a SIGTERM/SIGINT stops the daemon cleanly (exit 0)
     import anyio
 
-    from daemon.manifests import ManifestError
-    from daemon.runtime.conf_watch import ConfError
-    from daemon.runtime.logs import configure_logging
-    from daemon.runtime.service import Service, ServiceError, held_signal
-    from daemon.runtime.settings import SettingsError, load_settings
-    from daemon.runtime.telemetry import make_tracer_provider
-    from store.log import FencedError, LogError
+    from fumarole.daemon.manifests import ManifestError
+    from fumarole.daemon.runtime.conf_watch import ConfError
+    from fumarole.daemon.runtime.logs import configure_logging
+    from fumarole.daemon.runtime.service import Service, ServiceError, held_signal
+    from fumarole.daemon.runtime.settings import SettingsError, load_settings
+    from fumarole.daemon.runtime.telemetry import make_tracer_provider
+    from fumarole.store.log import FencedError, LogError
 
     flags = {
         k: getattr(args, k)
@@ -178,7 +178,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     except OSError as e:
         return _os_failure(e)
     except BaseExceptionGroup as e:  # a task of the daemon failed on the log (a database gone, refused)
-        from daemon.runtime.shared_log import log_error_in
+        from fumarole.daemon.runtime.shared_log import log_error_in
 
         failed = log_error_in(e)
         if failed is None:

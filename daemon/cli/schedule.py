@@ -10,8 +10,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from daemon.cli.exits import EXIT_OK, InputError
-from daemon.gc_pause import collector_paused
+from fumarole.daemon.cli.exits import EXIT_OK, InputError
+from fumarole.daemon.gc_pause import collector_paused
 
 __all__ = ["add_parser", "cmd_schedule"]
 
@@ -73,8 +73,8 @@ def add_parser(sub: Any) -> None:
 
 
 def _read_conf(path: str | None, *, strict: bool = False):  # type: ignore[no-untyped-def]
-    from daemon.scheduler.framework.conf import DEFAULT_SCHEDULER_CONF
-    from daemon.scheduler.framework.conf_check import parse_scheduler_conf
+    from fumarole.daemon.scheduler.framework.conf import DEFAULT_SCHEDULER_CONF
+    from fumarole.daemon.scheduler.framework.conf_check import parse_scheduler_conf
 
     if path is None:
         return parse_scheduler_conf(DEFAULT_SCHEDULER_CONF, "<built-in default>", strict=strict)
@@ -87,7 +87,7 @@ def _read_conf(path: str | None, *, strict: bool = False):  # type: ignore[no-un
 
 def _session_now(value: str | None) -> float | None:
     """`--now`: the wall clock, read here once (never inside a session), or the value given."""
-    from daemon.cli.dry_run import NowError, parse_now
+    from fumarole.daemon.cli.dry_run import NowError, parse_now
 
     if value is None:
         return time.time()
@@ -128,7 +128,7 @@ def cmd_schedule(args: argparse.Namespace) -> int:
 
 def _schedule(args: argparse.Namespace) -> int:
     phases = _Phases()
-    from daemon.manifests.reading import start_loading
+    from fumarole.daemon.manifests.reading import start_loading
 
     if args.cycles < 1:
         raise InputError("--cycles: must be at least 1")
@@ -137,8 +137,8 @@ def _schedule(args: argparse.Namespace) -> int:
     # are imported and the configuration is parsed here (daemon/manifests/yaml_split.py).
     loading = start_loading(args.cluster)
     try:
-        from daemon.cli.dry_run import dry_run, to_json
-        from daemon.manifests.snapshot import build_loading
+        from fumarole.daemon.cli.dry_run import dry_run, to_json
+        from fumarole.daemon.manifests.snapshot import build_loading
 
         conf = _read_conf(args.conf, strict=args.strict)
     except BaseException:
@@ -165,7 +165,7 @@ def _schedule(args: argparse.Namespace) -> int:
     if args.format == "json":
         sys.stdout.write(json.dumps(to_json(result), sort_keys=False, separators=(",", ":")) + "\n")
     else:
-        from daemon.cli.tables import render_table, stdout_terminal_width  # rich: only for tables
+        from fumarole.daemon.cli.tables import render_table, stdout_terminal_width  # rich: only for tables
 
         sys.stdout.write(render_table(result, terminal_width=stdout_terminal_width()))
     phases.mark("output")

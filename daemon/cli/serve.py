@@ -15,7 +15,7 @@ import argparse
 import sys
 from typing import TYPE_CHECKING, Any
 
-from daemon.cli.exits import EXIT_BAD_INPUT, EXIT_OK, InputError, bad_input
+from fumarole.daemon.cli.exits import EXIT_BAD_INPUT, EXIT_OK, InputError, bad_input
 
 if TYPE_CHECKING:  # socket and the listener are imported where used: other commands need neither
     import socket
@@ -103,8 +103,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
     import anyio
 
-    from daemon.runtime.settings import SettingsError, check_jaeger_url, is_loopback, split_listen
-    from store.log import LogError
+    from fumarole.daemon.runtime.settings import SettingsError, check_jaeger_url, is_loopback, split_listen
+    from fumarole.store.log import LogError
 
     try:
         options = _access_options(args, os.environ)
@@ -130,7 +130,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
             file=sys.stderr,
             flush=True,
         )
-    from daemon.cli.eventlog import existing_db
+    from fumarole.daemon.cli.eventlog import existing_db
 
     try:
         args.db = existing_db(args.db)
@@ -138,7 +138,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         return bad_input(str(e))
     if args.workers > 1 and not args.worker_of:
         return _supervise(args.db, host, port, args.workers, jaeger_url, _worker_args(args, options))
-    from daemon.runtime.listen import ListenError, bind_listen
+    from fumarole.daemon.runtime.listen import ListenError, bind_listen
 
     sock = None
     if not args.worker_of:  # a worker listens with SO_REUSEPORT on the supervisor's port instead
@@ -178,13 +178,15 @@ async def _serve(
     import anyio
     from aiohttp import web
 
-    from api.app import build_app
-    from daemon.runtime.api_view import ReadOnlyView
-    from store.backend import describe_db  # imported here: asyncpg is not on other commands' start-up
+    from fumarole.api.app import build_app
+    from fumarole.daemon.runtime.api_view import ReadOnlyView
+    from fumarole.store.backend import (
+        describe_db,  # imported here: asyncpg is not on other commands' start-up
+    )
 
     if worker_of:
         signal.signal(signal.SIGINT, signal.SIG_IGN)  # a terminal's ^C reaches the supervisor too
-    from api.access import Access
+    from fumarole.api.access import Access
 
     o = options or {}
     access = Access(
@@ -244,7 +246,7 @@ async def _watch_parent(parent: int, scope: Any, poll: float = 1.0) -> None:
 def _access_options(args: argparse.Namespace, env: Any) -> dict[str, Any]:
     """The allowed hosts, the read token and the live feed's bounds from the flags, else the
     FUMAROLE_* environment (as `fumarole run` names them); SettingsError names what is wrong."""
-    from daemon.runtime.settings import (
+    from fumarole.daemon.runtime.settings import (
         Settings,
         SettingsError,
         check_allowed_hosts,
@@ -336,8 +338,8 @@ def _supervise(db: str, host: str, port: int, workers: int, jaeger_url: str, ext
     import subprocess
     import time
 
-    from daemon.runtime.listen import bind_error
-    from store.backend import describe_db
+    from fumarole.daemon.runtime.listen import bind_error
+    from fumarole.store.backend import describe_db
 
     try:
         reserved = _reserve_port(host, port)
@@ -351,7 +353,7 @@ def _supervise(db: str, host: str, port: int, workers: int, jaeger_url: str, ext
         received.append(signum)
 
     previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGTERM, signal.SIGINT)}
-    cmd = [sys.executable, "-m", "daemon.cli", "serve", "--db", db, "--listen", listen]
+    cmd = [sys.executable, "-m", "fumarole.daemon.cli", "serve", "--db", db, "--listen", listen]
     cmd += ["--allow-remote", "--worker-of", str(os.getpid())]  # the supervisor checked --listen
     cmd += ["--jaeger-url", jaeger_url, *extra]
     procs: list[subprocess.Popen[bytes]] = []

@@ -9,7 +9,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from daemon.cli.exits import EXIT_OK, bad_input
+from fumarole.daemon.cli.exits import EXIT_OK, bad_input
 
 DEFAULT_TRACE = "../shared/traces/alibaba-gpu-v2023"
 _clock = time.monotonic  # the wall clock of the times printed (a module attribute: tests replace it)
@@ -131,10 +131,10 @@ def _add_sweep(modes: Any) -> None:
 
 def cmd_sweep(args: argparse.Namespace) -> int:
     """The sweep's grid from the flags, a Dask client, and daemon.study.sweep."""
-    from daemon.study.confs import PERCENTAGE_NODES_TO_FIND, PRESETS, SEEDED_TIES
-    from daemon.study.placement import POLICIES
-    from daemon.study.sweep import SweepError, grid, sweep
-    from daemon.study.trace import TraceError, read_nodes, read_pods
+    from fumarole.daemon.study.confs import PERCENTAGE_NODES_TO_FIND, PRESETS, SEEDED_TIES
+    from fumarole.daemon.study.placement import POLICIES
+    from fumarole.daemon.study.sweep import SweepError, grid, sweep
+    from fumarole.daemon.study.trace import TraceError, read_nodes, read_pods
 
     try:
         seeds = _seeds(args.seeds)
@@ -196,7 +196,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         print(line, file=sys.stderr, flush=True)
 
     try:
-        from daemon.study.sweep import prepare
+        from fumarole.daemon.study.sweep import prepare
 
         prepare(out, experiments, create=False)  # nothing is written before the cluster answers
     except SweepError as e:
@@ -243,10 +243,10 @@ def _seeds(text: str) -> list[int]:
 
 def _engine(args: argparse.Namespace) -> Any:
     """The core engine's configuration (an Engine), None for the fast placer, or an error text."""
-    from daemon.scheduler.framework.conf import ConfError, parse_conf
-    from daemon.study.confs import PERCENTAGE_NODES_TO_FIND, PRESETS, SEEDED_TIES, preset_text
-    from daemon.study.placement import POLICIES
-    from daemon.study.runs import Engine
+    from fumarole.daemon.scheduler.framework.conf import ConfError, parse_conf
+    from fumarole.daemon.study.confs import PERCENTAGE_NODES_TO_FIND, PRESETS, SEEDED_TIES, preset_text
+    from fumarole.daemon.study.placement import POLICIES
+    from fumarole.daemon.study.runs import Engine
 
     if args.engine == "fast":
         if args.conf:
@@ -286,8 +286,8 @@ def _engine(args: argparse.Namespace) -> Any:
 
 
 def cmd_study(args: argparse.Namespace) -> int:
-    from daemon.study.runs import Engine, inflation_log, timeline_log
-    from daemon.study.trace import TraceError, pod_file, read_nodes, read_pods
+    from fumarole.daemon.study.runs import Engine, inflation_log, timeline_log
+    from fumarole.daemon.study.trace import TraceError, pod_file, read_nodes, read_pods
 
     engine = _engine(args)
     if isinstance(engine, str):

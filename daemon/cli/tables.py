@@ -16,8 +16,8 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from daemon.cli.dry_run import DryRunResult, rfc3339
-from daemon.scheduler.model.resources import finite_quantities
+from fumarole.daemon.cli.dry_run import DryRunResult, rfc3339
+from fumarole.daemon.scheduler.model.resources import finite_quantities
 
 # Plain output is never wrapped: a line is as long as its longest cell needs.
 _UNBOUNDED_WIDTH = 1 << 20
@@ -46,7 +46,7 @@ def human_bytes(amount: float) -> str:
 
 
 def _human(quantities: dict[str, str], r: object) -> dict[str, str]:
-    from daemon.scheduler.model.resources import MEMORY, Resource
+    from fumarole.daemon.scheduler.model.resources import MEMORY, Resource
 
     if isinstance(r, Resource) and MEMORY in quantities:
         quantities = {**quantities, MEMORY: human_bytes(r.memory)}
@@ -54,7 +54,7 @@ def _human(quantities: dict[str, str], r: object) -> dict[str, str]:
 
 
 def _fmt_res(r: object) -> str:
-    from daemon.scheduler.model.resources import Resource
+    from fumarole.daemon.scheduler.model.resources import Resource
 
     if not isinstance(r, Resource):
         return "-"
@@ -91,7 +91,7 @@ def text_table(headers: list[str], rows: list[list[str]], *, terminal_width: int
 def _fmt_written(r: object) -> str:
     """A queue's written status.allocated as Volcano writes it (cpu and memory also when zero),
     memory in human units (the JSON's `statusAllocated` is the exact quantity)."""
-    from daemon.scheduler.model.resources import Resource, resource_list
+    from fumarole.daemon.scheduler.model.resources import Resource, resource_list
 
     if not isinstance(r, Resource):
         return "-"

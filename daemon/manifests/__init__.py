@@ -50,13 +50,13 @@ snapshot.py (assembling the ClusterSnapshot), decoder.py (one object at a time, 
 errors.py (ManifestError).
 """
 
-from daemon.manifests.decoder import ObjectDecoder
-from daemon.manifests.errors import ManifestError
-from daemon.manifests.kinds import SUPPORTED_KINDS
-from daemon.manifests.priority_classes import BUILTIN_PRIORITY_CLASSES
-from daemon.manifests.reading import load_objects
-from daemon.manifests.snapshot import build_snapshot, load_snapshot
-from daemon.manifests.volcano_job import expand_job
+from fumarole.daemon.manifests.decoder import ObjectDecoder
+from fumarole.daemon.manifests.errors import ManifestError
+from fumarole.daemon.manifests.kinds import SUPPORTED_KINDS
+from fumarole.daemon.manifests.priority_classes import BUILTIN_PRIORITY_CLASSES
+from fumarole.daemon.manifests.reading import load_objects
+from fumarole.daemon.manifests.snapshot import build_snapshot, load_snapshot
+from fumarole.daemon.manifests.volcano_job import expand_job
 
 __all__ = [
     "BUILTIN_PRIORITY_CLASSES",

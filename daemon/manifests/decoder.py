@@ -5,22 +5,22 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from daemon.manifests.fields import Doc, type_name
-from daemon.manifests.hypernodes import decode_hypernode
-from daemon.manifests.kinds import GROUP_NAME_KEY, KIND_GROUPS, SUPPORTED_KINDS
-from daemon.manifests.namespaces import decode_namespace, decode_pdb, decode_resource_quota
-from daemon.manifests.nodes import decode_node
-from daemon.manifests.numatopologies import decode_numatopology
-from daemon.manifests.objects import Claims, Entry
-from daemon.manifests.podgroups import decode_podgroup, job_info, normal_pod_group
-from daemon.manifests.pods import Pod, decode_pod, pod_task
-from daemon.manifests.priority_classes import decode_priority_class
-from daemon.manifests.queues import decode_queue
-from daemon.scheduler.model.hypernode import HyperNodeSpec
-from daemon.scheduler.model.job import JobInfo
-from daemon.scheduler.model.node import NodeInfo
-from daemon.scheduler.model.numa import NumaTopology
-from daemon.scheduler.model.queue import (
+from fumarole.daemon.manifests.fields import Doc, type_name
+from fumarole.daemon.manifests.hypernodes import decode_hypernode
+from fumarole.daemon.manifests.kinds import GROUP_NAME_KEY, KIND_GROUPS, SUPPORTED_KINDS
+from fumarole.daemon.manifests.namespaces import decode_namespace, decode_pdb, decode_resource_quota
+from fumarole.daemon.manifests.nodes import decode_node
+from fumarole.daemon.manifests.numatopologies import decode_numatopology
+from fumarole.daemon.manifests.objects import Claims, Entry
+from fumarole.daemon.manifests.podgroups import decode_podgroup, job_info, normal_pod_group
+from fumarole.daemon.manifests.pods import Pod, decode_pod, pod_task
+from fumarole.daemon.manifests.priority_classes import decode_priority_class
+from fumarole.daemon.manifests.queues import decode_queue
+from fumarole.daemon.scheduler.model.hypernode import HyperNodeSpec
+from fumarole.daemon.scheduler.model.job import JobInfo
+from fumarole.daemon.scheduler.model.node import NodeInfo
+from fumarole.daemon.scheduler.model.numa import NumaTopology
+from fumarole.daemon.scheduler.model.queue import (
     DEFAULT_QUEUE,
     NamespaceInfo,
     PodDisruptionBudgetInfo,
@@ -28,7 +28,7 @@ from daemon.scheduler.model.queue import (
     QueueInfo,
     ResourceQuotaInfo,
 )
-from daemon.scheduler.model.task import TaskInfo
+from fumarole.daemon.scheduler.model.task import TaskInfo
 
 
 class ObjectDecoder:

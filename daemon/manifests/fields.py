@@ -13,9 +13,9 @@ from datetime import UTC, date, datetime
 from fractions import Fraction
 from typing import Any, NoReturn
 
-from daemon.manifests.errors import ManifestError
-from daemon.scheduler.model.quantity import QuantityError, parse_quantity
-from daemon.scheduler.model.resources import Resource
+from fumarole.daemon.manifests.errors import ManifestError
+from fumarole.daemon.scheduler.model.quantity import QuantityError, parse_quantity
+from fumarole.daemon.scheduler.model.resources import Resource
 
 Obj = dict[str, Any]
 INT32_MIN, INT32_MAX = -(1 << 31), (1 << 31) - 1

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import re
 
-from daemon.manifests.fields import Doc, Obj, show
-from daemon.manifests.objects import Entry
-from daemon.scheduler.model.hypernode import (
+from fumarole.daemon.manifests.fields import Doc, Obj, show
+from fumarole.daemon.manifests.objects import Entry
+from fumarole.daemon.scheduler.model.hypernode import (
     MEMBER_HYPERNODE,
     MEMBER_NODE,
     MODE_HARD,
@@ -21,7 +21,7 @@ from daemon.scheduler.model.hypernode import (
     MemberSpec,
     NetworkTopology,
 )
-from daemon.scheduler.plugins.k8s.labels import SelectorError, label_selector_from_meta
+from fumarole.daemon.scheduler.plugins.k8s.labels import SelectorError, label_selector_from_meta
 
 SELECTORS = ("exactMatch", "regexMatch", "labelMatch")
 

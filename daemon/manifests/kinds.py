@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from daemon.scheduler.framework.conf import GO_PARSE_BOOL
+from fumarole.daemon.scheduler.framework.conf import GO_PARSE_BOOL
 
 GROUP_NAME_KEY = "scheduling.k8s.io/group-name"
 QUEUE_NAME_ANNOTATION = "scheduling.volcano.sh/queue-name"

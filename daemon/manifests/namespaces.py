@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from daemon.manifests.fields import quantity_text
-from daemon.manifests.objects import Entry
-from daemon.scheduler.model.queue import NamespaceInfo, PodDisruptionBudgetInfo, ResourceQuotaInfo
+from fumarole.daemon.manifests.fields import quantity_text
+from fumarole.daemon.manifests.objects import Entry
+from fumarole.daemon.scheduler.model.queue import NamespaceInfo, PodDisruptionBudgetInfo, ResourceQuotaInfo
 
 
 def decode_namespace(e: Entry) -> NamespaceInfo:

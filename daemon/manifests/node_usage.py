@@ -21,9 +21,9 @@ import math
 import re
 from typing import Any
 
-from daemon.manifests.fields import Doc
-from daemon.manifests.objects import Entry
-from daemon.scheduler.model.node_usage import NODE_METRICS_PERIOD, NodeUsage
+from fumarole.daemon.manifests.fields import Doc
+from fumarole.daemon.manifests.objects import Entry
+from fumarole.daemon.scheduler.model.node_usage import NODE_METRICS_PERIOD, NodeUsage
 
 __all__ = [
     "CPU_KEY",

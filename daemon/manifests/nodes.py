@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from daemon.manifests.fields import to_resource
-from daemon.manifests.objects import Entry
-from daemon.scheduler.model.node import NodeFacts, NodeInfo
-from daemon.scheduler.model.task import Taint
+from fumarole.daemon.manifests.fields import to_resource
+from fumarole.daemon.manifests.objects import Entry
+from fumarole.daemon.scheduler.model.node import NodeFacts, NodeInfo
+from fumarole.daemon.scheduler.model.task import Taint
 
 
 def decode_node(e: Entry) -> NodeInfo:

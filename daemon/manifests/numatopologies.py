@@ -9,9 +9,15 @@ from __future__ import annotations
 
 import math
 
-from daemon.manifests.fields import join, show
-from daemon.manifests.objects import Entry
-from daemon.scheduler.model.numa import CPUInfo, CPUSetError, NumaTopology, PodAllocation, parse_cpuset
+from fumarole.daemon.manifests.fields import join, show
+from fumarole.daemon.manifests.objects import Entry
+from fumarole.daemon.scheduler.model.numa import (
+    CPUInfo,
+    CPUSetError,
+    NumaTopology,
+    PodAllocation,
+    parse_cpuset,
+)
 
 
 def decode_numatopology(e: Entry) -> NumaTopology:

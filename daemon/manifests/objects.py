@@ -5,9 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from daemon.manifests.fields import Doc, Obj, show, type_name
-from daemon.manifests.kinds import KIND_GROUPS, SUPPORTED_KINDS
-from daemon.manifests.reading import flatten
+from fumarole.daemon.manifests.fields import Doc, Obj, show, type_name
+from fumarole.daemon.manifests.kinds import KIND_GROUPS, SUPPORTED_KINDS
+from fumarole.daemon.manifests.reading import flatten
 
 
 @dataclass(slots=True)

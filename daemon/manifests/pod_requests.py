@@ -11,8 +11,8 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import TypeVar
 
-from daemon.manifests.fields import to_resource
-from daemon.scheduler.model.resources import PODS, Resource
+from fumarole.daemon.manifests.fields import to_resource
+from fumarole.daemon.scheduler.model.resources import PODS, Resource
 
 T = TypeVar("T")
 

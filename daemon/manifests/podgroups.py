@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from daemon.manifests.fields import Doc, Obj, show, to_resource
-from daemon.manifests.hypernodes import decode_network_topology
-from daemon.manifests.kinds import (
+from fumarole.daemon.manifests.fields import Doc, Obj, show, to_resource
+from fumarole.daemon.manifests.hypernodes import decode_network_topology
+from fumarole.daemon.manifests.kinds import (
     COOLDOWN_KEY,
     JDB_MAX_UNAVAILABLE,
     JDB_MIN_AVAILABLE,
@@ -16,13 +16,13 @@ from daemon.manifests.kinds import (
     REVOCABLE_ZONE_KEY,
     preemptable,
 )
-from daemon.manifests.objects import Entry
-from daemon.manifests.pod_requests import quota_usage
-from daemon.manifests.pods import Pod
-from daemon.scheduler.model.hypernode import NetworkTopology
-from daemon.scheduler.model.job import Condition, JobInfo
-from daemon.scheduler.model.queue import PriorityClassInfo
-from daemon.scheduler.model.resources import Resource
+from fumarole.daemon.manifests.objects import Entry
+from fumarole.daemon.manifests.pod_requests import quota_usage
+from fumarole.daemon.manifests.pods import Pod
+from fumarole.daemon.scheduler.model.hypernode import NetworkTopology
+from fumarole.daemon.scheduler.model.job import Condition, JobInfo
+from fumarole.daemon.scheduler.model.queue import PriorityClassInfo
+from fumarole.daemon.scheduler.model.resources import Resource
 
 PODGROUP_PHASES = ("Pending", "Running", "Unknown", "Inqueue", "Completed")
 

@@ -11,19 +11,19 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from daemon.manifests.fields import INT32_MAX, INT32_MIN, Doc, Obj, join, plain_quantities
-from daemon.manifests.kinds import DEFAULT_SCHEDULER, TASK_PRIORITY_KEY, TASK_SPEC_KEY, preemptable
-from daemon.manifests.objects import Claims, Entry
-from daemon.manifests.pod_requests import (
+from fumarole.daemon.manifests.fields import INT32_MAX, INT32_MIN, Doc, Obj, join, plain_quantities
+from fumarole.daemon.manifests.kinds import DEFAULT_SCHEDULER, TASK_PRIORITY_KEY, TASK_SPEC_KEY, preemptable
+from fumarole.daemon.manifests.objects import Claims, Entry
+from fumarole.daemon.manifests.pod_requests import (
     Requests,
     container_cpu_requests,
     cpu_mem_limits,
     guaranteed_qos,
     volcano_request,
 )
-from daemon.scheduler.model.devices import ContainerResources, pod_extended_resources
-from daemon.scheduler.model.queue import PriorityClassInfo
-from daemon.scheduler.model.task import HostPort, PodFacts, TaskInfo, Toleration, status_from_pod
+from fumarole.daemon.scheduler.model.devices import ContainerResources, pod_extended_resources
+from fumarole.daemon.scheduler.model.queue import PriorityClassInfo
+from fumarole.daemon.scheduler.model.task import HostPort, PodFacts, TaskInfo, Toleration, status_from_pod
 
 _INT_RE = re.compile(r"[+-]?[0-9]+", re.ASCII)
 

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from daemon.manifests.objects import Entry
-from daemon.scheduler.model.queue import PriorityClassInfo
+from fumarole.daemon.manifests.objects import Entry
+from fumarole.daemon.scheduler.model.queue import PriorityClassInfo
 
 BUILTIN_PRIORITY_CLASSES = (
     PriorityClassInfo("system-cluster-critical", 2000000000, False, "PreemptLowerPriority"),

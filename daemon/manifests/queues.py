@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from daemon.manifests.fields import Doc, Obj, show
-from daemon.manifests.objects import Entry
-from daemon.scheduler.model.queue import QUEUE_OPEN, NodeGroupAffinity, QueueInfo
+from fumarole.daemon.manifests.fields import Doc, Obj, show
+from fumarole.daemon.manifests.objects import Entry
+from fumarole.daemon.scheduler.model.queue import QUEUE_OPEN, NodeGroupAffinity, QueueInfo
 
 QUEUE_STATES = ("Open", "Closed", "Closing", "Unknown")
 

@@ -11,10 +11,10 @@ from typing import Any
 import msgspec
 import yaml
 
-from daemon.manifests import yaml_loader
-from daemon.manifests.errors import ManifestError
-from daemon.manifests.fields import Obj, type_name
-from daemon.manifests.yaml_split import PARALLEL_MIN_BYTES, SplitLoad, spare_core, split_offset
+from fumarole.daemon.manifests import yaml_loader
+from fumarole.daemon.manifests.errors import ManifestError
+from fumarole.daemon.manifests.fields import Obj, type_name
+from fumarole.daemon.manifests.yaml_split import PARALLEL_MIN_BYTES, SplitLoad, spare_core, split_offset
 
 _MANIFEST_SUFFIXES = (".yaml", ".yml", ".json")
 

@@ -32,7 +32,7 @@ from typing import Any, TypeVar
 
 import msgspec
 
-from store.events import PodUpserted
+from fumarole.store.events import PodUpserted
 
 __all__ = [
     "CONTAINER_LISTS",

@@ -21,23 +21,23 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from daemon.manifests.fields import Doc
-from daemon.manifests.hypernodes import decode_hypernode
-from daemon.manifests.kinds import GROUP_NAME_KEY
-from daemon.manifests.namespaces import decode_namespace, decode_pdb, decode_resource_quota
-from daemon.manifests.node_usage import node_usage_of
-from daemon.manifests.nodes import decode_node
-from daemon.manifests.numatopologies import decode_numatopology
-from daemon.manifests.objects import Claims, Entry, classify
-from daemon.manifests.podgroups import Group, decode_podgroup, job_info, normal_pod_group
-from daemon.manifests.pods import Pod, decode_pod, pod_task
-from daemon.manifests.priority_classes import BUILTIN_PRIORITY_CLASSES, decode_priority_class
-from daemon.manifests.queues import decode_queue
-from daemon.manifests.reading import PendingLoad, load_objects
-from daemon.manifests.volcano_job import expand_volcano_job
-from daemon.scheduler.model.hypernode import HyperNodeSpec
-from daemon.scheduler.model.job import JobInfo
-from daemon.scheduler.model.queue import (
+from fumarole.daemon.manifests.fields import Doc
+from fumarole.daemon.manifests.hypernodes import decode_hypernode
+from fumarole.daemon.manifests.kinds import GROUP_NAME_KEY
+from fumarole.daemon.manifests.namespaces import decode_namespace, decode_pdb, decode_resource_quota
+from fumarole.daemon.manifests.node_usage import node_usage_of
+from fumarole.daemon.manifests.nodes import decode_node
+from fumarole.daemon.manifests.numatopologies import decode_numatopology
+from fumarole.daemon.manifests.objects import Claims, Entry, classify
+from fumarole.daemon.manifests.podgroups import Group, decode_podgroup, job_info, normal_pod_group
+from fumarole.daemon.manifests.pods import Pod, decode_pod, pod_task
+from fumarole.daemon.manifests.priority_classes import BUILTIN_PRIORITY_CLASSES, decode_priority_class
+from fumarole.daemon.manifests.queues import decode_queue
+from fumarole.daemon.manifests.reading import PendingLoad, load_objects
+from fumarole.daemon.manifests.volcano_job import expand_volcano_job
+from fumarole.daemon.scheduler.model.hypernode import HyperNodeSpec
+from fumarole.daemon.scheduler.model.job import JobInfo
+from fumarole.daemon.scheduler.model.queue import (
     DEFAULT_QUEUE,
     QUEUE_OPEN,
     ROOT_QUEUE,
@@ -45,8 +45,8 @@ from daemon.scheduler.model.queue import (
     PriorityClassInfo,
     QueueInfo,
 )
-from daemon.scheduler.model.snapshot import ClusterSnapshot
-from daemon.scheduler.model.task import COMPLETED_STATUSES, TaskInfo
+from fumarole.daemon.scheduler.model.snapshot import ClusterSnapshot
+from fumarole.daemon.scheduler.model.task import COMPLETED_STATUSES, TaskInfo
 
 
 class _Unclaimed(Claims):

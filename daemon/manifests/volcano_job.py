@@ -17,9 +17,9 @@ from dataclasses import dataclass, replace
 from fractions import Fraction
 from typing import Any
 
-from daemon.manifests.fields import Doc, Obj, show, to_resource
-from daemon.manifests.hypernodes import decode_network_topology, network_topology_manifest
-from daemon.manifests.kinds import (
+from fumarole.daemon.manifests.fields import Doc, Obj, show, to_resource
+from fumarole.daemon.manifests.hypernodes import decode_network_topology, network_topology_manifest
+from fumarole.daemon.manifests.kinds import (
     COOLDOWN_KEY,
     GROUP_NAME_KEY,
     JDB_MAX_UNAVAILABLE,
@@ -32,13 +32,13 @@ from daemon.manifests.kinds import (
     TASK_INDEX_KEY,
     TASK_SPEC_KEY,
 )
-from daemon.manifests.objects import Claims, Entry, classify, classify_object
-from daemon.manifests.pod_requests import add_list, quota_usage, times
-from daemon.manifests.podgroups import Group
-from daemon.manifests.pods import Pod, PodSpec, parse_pod_spec
-from daemon.manifests.priority_classes import decode_priority_class
-from daemon.scheduler.model.hypernode import NetworkTopology
-from daemon.scheduler.model.queue import DEFAULT_QUEUE, PriorityClassInfo
+from fumarole.daemon.manifests.objects import Claims, Entry, classify, classify_object
+from fumarole.daemon.manifests.pod_requests import add_list, quota_usage, times
+from fumarole.daemon.manifests.podgroups import Group
+from fumarole.daemon.manifests.pods import Pod, PodSpec, parse_pod_spec
+from fumarole.daemon.manifests.priority_classes import decode_priority_class
+from fumarole.daemon.scheduler.model.hypernode import NetworkTopology
+from fumarole.daemon.scheduler.model.queue import DEFAULT_QUEUE, PriorityClassInfo
 
 
 @dataclass(slots=True)

@@ -31,7 +31,7 @@ import signal
 from collections.abc import Iterator
 from typing import Any, BinaryIO
 
-from daemon.manifests.yaml_loader import load_all
+from fumarole.daemon.manifests.yaml_loader import load_all
 
 __all__ = ["PARALLEL_MIN_BYTES", "SplitLoad", "spare_core", "split_offset"]
 

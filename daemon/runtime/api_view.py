@@ -20,9 +20,9 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import anyio
 
-from api.decision_json import DEFAULT_CACHE_BYTES, DecisionJsonCache, decision_page_json, page_json
-from api.metrics import SchedulerMetrics
-from api.types import (
+from fumarole.api.decision_json import DEFAULT_CACHE_BYTES, DecisionJsonCache, decision_page_json, page_json
+from fumarole.api.metrics import SchedulerMetrics
+from fumarole.api.types import (
     AheadRow,
     Explanation,
     GpuCard,
@@ -34,26 +34,26 @@ from api.types import (
     QueueRow,
     TaskRow,
 )
-from daemon.cache import Projection, load_projection
-from daemon.manifests.redaction import redact_event
-from daemon.runtime.job_history import JobHistoryReader
-from daemon.runtime.queue_history import QueueHistoryReader
-from daemon.runtime.wait_clock import WaitClock
-from daemon.scheduler.model.job import JobInfo
-from daemon.scheduler.model.node import NodeInfo
-from daemon.scheduler.model.resources import finite_quantities
-from daemon.scheduler.model.snapshot import ClusterSnapshot
-from daemon.scheduler.model.task import TaskStatus
-from daemon.scheduler.plugins.deviceshare_gpushare import GpuSharePool
-from store.backend import open_log
-from store.events import Event, JobExplained, QueueFigures
-from store.index import IndexReader, decision_query, open_readonly
-from store.log import CorruptEventError, LogClosedError, LogError, StoredEvent
-from store.postgres import PostgresEventLog
-from store.sqlite import SqliteEventLog
+from fumarole.daemon.cache import Projection, load_projection
+from fumarole.daemon.manifests.redaction import redact_event
+from fumarole.daemon.runtime.job_history import JobHistoryReader
+from fumarole.daemon.runtime.queue_history import QueueHistoryReader
+from fumarole.daemon.runtime.wait_clock import WaitClock
+from fumarole.daemon.scheduler.model.job import JobInfo
+from fumarole.daemon.scheduler.model.node import NodeInfo
+from fumarole.daemon.scheduler.model.resources import finite_quantities
+from fumarole.daemon.scheduler.model.snapshot import ClusterSnapshot
+from fumarole.daemon.scheduler.model.task import TaskStatus
+from fumarole.daemon.scheduler.plugins.deviceshare_gpushare import GpuSharePool
+from fumarole.store.backend import open_log
+from fumarole.store.events import Event, JobExplained, QueueFigures
+from fumarole.store.index import IndexReader, decision_query, open_readonly
+from fumarole.store.log import CorruptEventError, LogClosedError, LogError, StoredEvent
+from fumarole.store.postgres import PostgresEventLog
+from fumarole.store.sqlite import SqliteEventLog
 
 if TYPE_CHECKING:
-    from daemon.runtime.writer import Writer
+    from fumarole.daemon.runtime.writer import Writer
 
 
 class Readiness(Protocol):

@@ -15,9 +15,9 @@ from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
-from daemon.scheduler.framework.conf import SchedulerConf
-from daemon.scheduler.framework.conf_check import ConfError, parse_scheduler_conf
-from store.events import ConfigurationRecorded, ConfigurationRejected, Event
+from fumarole.daemon.scheduler.framework.conf import SchedulerConf
+from fumarole.daemon.scheduler.framework.conf_check import ConfError, parse_scheduler_conf
+from fumarole.store.events import ConfigurationRecorded, ConfigurationRejected, Event
 
 __all__ = ["ActiveConf", "ConfError", "ConfWatcher", "bundled_conf_text", "conf_hash", "parse_scheduler_conf"]
 
@@ -32,7 +32,7 @@ def conf_hash(text: str) -> str:
 
 
 def bundled_conf_text() -> str:
-    return (resources.files("daemon") / "examples" / BUNDLED_CONF).read_text()
+    return (resources.files("fumarole.daemon") / "examples" / BUNDLED_CONF).read_text()
 
 
 @dataclass(slots=True)

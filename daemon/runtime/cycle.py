@@ -1,7 +1,7 @@
 """The cycle function: one scheduling session over a frozen snapshot, as the ordered decision events.
 
 `decide(snapshot, conf, cycle=…, watermark=…, conf_hash=…)` is pure and synchronous: it runs
-`daemon.scheduler.framework.run.run_session` and turns the SessionResult into the events one
+`fumarole.daemon.scheduler.framework.run.run_session` and turns the SessionResult into the events one
 cycle writes, in this order:
 
 1. `CycleOpened` (cycle, watermark, now_ms = the snapshot's virtual now, conf_hash, seed 0);
@@ -24,7 +24,7 @@ like with like.  `comparable(event)` blanks what is measured or run-specific (ti
 ids) and `first_difference(recorded, recomputed)` names the first decision that differs.
 
 Structured reasons: the session's per-pod explanations (daemon/scheduler/framework/explain.py)
-are classified into `store.events.PendingReason` codes (see `REASON_CODES`), aggregated per job
+are classified into `fumarole.store.events.PendingReason` codes (see `REASON_CODES`), aggregated per job
 (one reason per code, counting pods) and ranked (0 = most important).  Fit-error histograms
 ("0/6 nodes are unavailable: 4 Insufficient cpu, 2 node(s) had untolerated taint.") fill
 `total_nodes` and `nodes`; gang summaries fill `placeable` and `min_member`; enqueue
@@ -41,15 +41,15 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
-from daemon.cache.projection import session_id
-from daemon.runtime.job_tally import JobTally
-from daemon.scheduler.framework.conf import SchedulerConf
-from daemon.scheduler.framework.run import SessionResult, run_session
-from daemon.scheduler.model.job import JobInfo
-from daemon.scheduler.model.resources import Resource, finite_quantities, resource_list
-from daemon.scheduler.model.snapshot import ClusterSnapshot
-from daemon.scheduler.model.task import TaskInfo
-from store.events import (
+from fumarole.daemon.cache.projection import session_id
+from fumarole.daemon.runtime.job_tally import JobTally
+from fumarole.daemon.scheduler.framework.conf import SchedulerConf
+from fumarole.daemon.scheduler.framework.run import SessionResult, run_session
+from fumarole.daemon.scheduler.model.job import JobInfo
+from fumarole.daemon.scheduler.model.resources import Resource, finite_quantities, resource_list
+from fumarole.daemon.scheduler.model.snapshot import ClusterSnapshot
+from fumarole.daemon.scheduler.model.task import TaskInfo
+from fumarole.store.events import (
     BindDecided,
     CycleClosed,
     CycleOpened,

@@ -40,8 +40,8 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
-from daemon.adapters.base import PipelinedSink, ReportingSink
-from store.events import (
+from fumarole.daemon.adapters.base import PipelinedSink, ReportingSink
+from fumarole.store.events import (
     EVENT_TYPES,
     BindDecided,
     BindFailed,
@@ -55,9 +55,9 @@ from store.events import (
 )
 
 if TYPE_CHECKING:
-    from daemon.adapters.base import ClusterSink
-    from daemon.runtime.writer import Writer
-    from store.log import EventLog, StoredEvent
+    from fumarole.daemon.adapters.base import ClusterSink
+    from fumarole.daemon.runtime.writer import Writer
+    from fumarole.store.log import EventLog, StoredEvent
 
 log = logging.getLogger("fumarole.dispatch")
 

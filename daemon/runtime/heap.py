@@ -49,7 +49,7 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from daemon.gc_pause import collector_paused
+from fumarole.daemon.gc_pause import collector_paused
 
 __all__ = ["HeapSettler", "loading"]
 

@@ -26,11 +26,11 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from api.types import BindStep, EvictionStep, JobHistory, PhaseStep, WaitSpan
-from store.codec import CodecError, decode
-from store.events import CycleOpened, EvictDecided, JobExplained, PodGroupStatusChanged
-from store.index import decision_query, explained_codes, explained_detail, open_readonly
-from store.log import CorruptEventError, LogError
+from fumarole.api.types import BindStep, EvictionStep, JobHistory, PhaseStep, WaitSpan
+from fumarole.store.codec import CodecError, decode
+from fumarole.store.events import CycleOpened, EvictDecided, JobExplained, PodGroupStatusChanged
+from fumarole.store.index import decision_query, explained_codes, explained_detail, open_readonly
+from fumarole.store.log import CorruptEventError, LogError
 
 __all__ = [
     "Bound",

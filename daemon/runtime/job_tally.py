@@ -2,7 +2,7 @@
 
 Around each session the daemon needs three figures of the whole snapshot: the number of tasks
 (`CycleClosed.tasks`), the bound and pending tasks (the progress line), and the task and job of
-each pod key its decision events name (`daemon.runtime.cycle._task_index`: the first task with
+each pod key its decision events name (`fumarole.daemon.runtime.cycle._task_index`: the first task with
 that key, in job then task order).  Recomputed, each is a pass over every task of every job
 (~2 ms a cycle at 2,000 nodes and ~20k tasks).  A freeze hands out the very same JobInfo object
 for a job that did not change (snapshots are read-only: sessions work on clones), so
@@ -22,9 +22,9 @@ from collections.abc import Iterable, Mapping
 from itertools import compress
 from operator import is_not
 
-from daemon.scheduler.model.job import JobInfo
-from daemon.scheduler.model.snapshot import ClusterSnapshot
-from daemon.scheduler.model.task import TaskInfo, TaskStatus
+from fumarole.daemon.scheduler.model.job import JobInfo
+from fumarole.daemon.scheduler.model.snapshot import ClusterSnapshot
+from fumarole.daemon.scheduler.model.task import TaskInfo, TaskStatus
 
 __all__ = ["BOUND_STATUSES", "JobTally"]
 

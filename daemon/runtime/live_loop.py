@@ -35,16 +35,16 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import anyio
 
-from daemon.runtime.cycle import CycleEvent
-from store.events import ClockAdvanced, ConfigurationRecorded, ObservedEvent
+from fumarole.daemon.runtime.cycle import CycleEvent
+from fumarole.store.events import ClockAdvanced, ConfigurationRecorded, ObservedEvent
 
 if TYPE_CHECKING:
-    from daemon.adapters.base import LiveCluster
-    from daemon.runtime.dispatch import Dispatcher
-    from daemon.runtime.session_loop import CycleRunner, CycleSummary
-    from daemon.runtime.settings import Settings
-    from daemon.runtime.systemd import Notifier
-    from daemon.runtime.writer import Writer
+    from fumarole.daemon.adapters.base import LiveCluster
+    from fumarole.daemon.runtime.dispatch import Dispatcher
+    from fumarole.daemon.runtime.session_loop import CycleRunner, CycleSummary
+    from fumarole.daemon.runtime.settings import Settings
+    from fumarole.daemon.runtime.systemd import Notifier
+    from fumarole.daemon.runtime.writer import Writer
 
 
 class RunCounts(Protocol):

@@ -14,7 +14,7 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass, field
 
-from store.events import (
+from fumarole.store.events import (
     EVENT_TYPES,
     OBSERVED,
     OUTCOMES,
@@ -31,7 +31,7 @@ from store.events import (
     ResyncCompleted,
     ResyncStarted,
 )
-from store.events.base import EventBase
+from fumarole.store.events.base import EventBase
 
 __all__ = ["TRACKED_TYPES", "LockstepTracker", "Position", "Step", "next_idle"]
 

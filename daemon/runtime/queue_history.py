@@ -27,12 +27,12 @@ from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from api.types import QueueHistory, QueueSeries
-from daemon.scheduler.model.quantity import parse_quantity
-from store.codec import CodecError, decode
-from store.events import QueueFigures, QueueFiguresRecorded
-from store.index import open_readonly
-from store.log import CorruptEventError, LogError
+from fumarole.api.types import QueueHistory, QueueSeries
+from fumarole.daemon.scheduler.model.quantity import parse_quantity
+from fumarole.store.codec import CodecError, decode
+from fumarole.store.events import QueueFigures, QueueFiguresRecorded
+from fumarole.store.index import open_readonly
+from fumarole.store.log import CorruptEventError, LogError
 
 __all__ = ["QueueHistoryReader", "sample_cycles"]
 

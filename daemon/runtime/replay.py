@@ -27,11 +27,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from daemon.cache import Projection, fold_log, load
-from daemon.runtime.conf_watch import parse_scheduler_conf
-from daemon.runtime.cycle import CycleDecisions, decide, first_difference
-from daemon.scheduler.framework.conf import SchedulerConf
-from store.events import (
+from fumarole.daemon.cache import Projection, fold_log, load
+from fumarole.daemon.runtime.conf_watch import parse_scheduler_conf
+from fumarole.daemon.runtime.cycle import CycleDecisions, decide, first_difference
+from fumarole.daemon.scheduler.framework.conf import SchedulerConf
+from fumarole.store.events import (
     BindDecided,
     ConfigurationRecorded,
     CycleClosed,
@@ -42,7 +42,7 @@ from store.events import (
     PodGroupStatusChanged,
     QueueFiguresRecorded,
 )
-from store.log import CorruptEventError, EventLog
+from fumarole.store.log import CorruptEventError, EventLog
 
 __all__ = ["CycleVerdict", "ReplayError", "ReplayReport", "WhatIf", "replay"]
 

@@ -3,7 +3,7 @@
 Start-up: open the SQLite log (migrations applied), rebuild the projection from the newest
 snapshot plus the tail, resume or start the adapter, then run cycles.  With the simulator the
 session loop runs in lockstep with the virtual clock (advance → fold → cycle → dispatch →
-repeat) until the workload drains, each step chosen by `daemon.runtime.lockstep` from the log
+repeat) until the workload drains, each step chosen by `fumarole.daemon.runtime.lockstep` from the log
 (so a restart takes the lockstep up exactly where the log stops); `serve` keeps the API up
 afterwards.  SIGTERM/SIGINT finish the running cycle, let the dispatcher forward its
 decisions, flush and close the log (WAL checkpointed), and exit 0.
@@ -34,25 +34,25 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 import anyio
 
-from daemon.adapters.base import LiveCluster
-from daemon.runtime import heap
-from daemon.runtime.conf_watch import ConfWatcher
-from daemon.runtime.dispatch import Dispatcher
-from daemon.runtime.fault_injection import CrashAfterCommits, FaultInjection
-from daemon.runtime.listen import ListenError, bind_listen
-from daemon.runtime.live_loop import run_live
-from daemon.runtime.lockstep import TRACKED_TYPES, LockstepTracker, Step
-from daemon.runtime.session_loop import CycleRunner, CycleSummary
-from daemon.runtime.settings import Settings, split_listen
-from daemon.runtime.shared_log import IGNORE_LEASE_LOSS, SharedLogLeader, refusal_in
-from daemon.runtime.systemd import Notifier
-from daemon.runtime.writer import Writer
-from store.disk import check_writable
-from store.events import DECISIONS, BindDecided, EvictDecided
-from store.lock import LogLockedError, WriterLock, check_unlocked
-from store.log import FencedError
-from store.postgres import PostgresEventLog, redact_dsn
-from store.sqlite import SqliteEventLog
+from fumarole.daemon.adapters.base import LiveCluster
+from fumarole.daemon.runtime import heap
+from fumarole.daemon.runtime.conf_watch import ConfWatcher
+from fumarole.daemon.runtime.dispatch import Dispatcher
+from fumarole.daemon.runtime.fault_injection import CrashAfterCommits, FaultInjection
+from fumarole.daemon.runtime.listen import ListenError, bind_listen
+from fumarole.daemon.runtime.live_loop import run_live
+from fumarole.daemon.runtime.lockstep import TRACKED_TYPES, LockstepTracker, Step
+from fumarole.daemon.runtime.session_loop import CycleRunner, CycleSummary
+from fumarole.daemon.runtime.settings import Settings, split_listen
+from fumarole.daemon.runtime.shared_log import IGNORE_LEASE_LOSS, SharedLogLeader, refusal_in
+from fumarole.daemon.runtime.systemd import Notifier
+from fumarole.daemon.runtime.writer import Writer
+from fumarole.store.disk import check_writable
+from fumarole.store.events import DECISIONS, BindDecided, EvictDecided
+from fumarole.store.lock import LogLockedError, WriterLock, check_unlocked
+from fumarole.store.log import FencedError
+from fumarole.store.postgres import PostgresEventLog, redact_dsn
+from fumarole.store.sqlite import SqliteEventLog
 
 if TYPE_CHECKING:
     from opentelemetry.sdk.trace import TracerProvider
@@ -130,7 +130,7 @@ class Service:
         s = self.settings
         if s.adapter == "kubernetes":
             try:
-                from daemon.adapters.kubernetes import KubernetesCluster, LeaseSettings
+                from fumarole.daemon.adapters.kubernetes import KubernetesCluster, LeaseSettings
             except ImportError as e:
                 raise ServiceError(
                     "--adapter kubernetes needs the 'kubernetes' extra "
@@ -147,7 +147,7 @@ class Service:
                 if s.leader_elect
                 else None
             )
-            from daemon.adapters.kubernetes.metrics import MetricsConfError, metrics_settings
+            from fumarole.daemon.adapters.kubernetes.metrics import MetricsConfError, metrics_settings
 
             try:
                 metrics = (
@@ -166,7 +166,7 @@ class Service:
                 schedule_period=s.schedule_period,
                 lease=lease,
             )
-        from daemon.adapters.simulator import Simulator
+        from fumarole.daemon.adapters.simulator import Simulator
 
         period_ms = round(s.schedule_period * 1000)
         if not s.cluster and not s.workload:
@@ -368,8 +368,8 @@ class Service:
         duplicate of the listening socket, so the leader's API takes the socket over afterwards)."""
         from aiohttp import web
 
-        from api.app import build_app
-        from daemon.runtime.api_view import ReadOnlyView
+        from fumarole.api.app import build_app
+        from fumarole.daemon.runtime.api_view import ReadOnlyView
 
         view = await ReadOnlyView.open(self.settings.db, freeze_gc=False, retry_for=None)
         view.leadership_source = self.leadership
@@ -412,7 +412,7 @@ class Service:
 
     async def _connect(self, adapter: Any) -> None:
         """A live adapter's credentials and server checks, before anything is created on disk."""
-        from daemon.adapters.kubernetes import KubeSetupError
+        from fumarole.daemon.adapters.kubernetes import KubeSetupError
 
         try:
             await adapter.connect()
@@ -421,8 +421,8 @@ class Service:
 
     def _api_options(self) -> dict[str, Any]:
         """build_app's keyword arguments from the settings: tokens, access rules, live-feed bounds."""
-        from api.access import Access
-        from daemon.runtime.settings import is_loopback, read_token
+        from fumarole.api.access import Access
+        from fumarole.daemon.runtime.settings import is_loopback, read_token
 
         s = self.settings
         host, _ = split_listen(s.listen)
@@ -456,7 +456,7 @@ class Service:
         adapter: Any,
         api_socket: socket.socket | None,
     ) -> int:
-        from daemon.cache import load_projection
+        from fumarole.daemon.cache import load_projection
 
         t0 = time.monotonic()
         with heap.loading():
@@ -586,7 +586,7 @@ class Service:
     async def save_snapshot(
         self, event_log: SqliteEventLog | PostgresEventLog, projection: Any, *, force: bool = False
     ) -> None:
-        from daemon.cache import save_projection
+        from fumarole.daemon.cache import save_projection
 
         seq = projection.seq
         due = force or seq - self._snapshot_seq >= self.settings.snapshot_every
@@ -713,8 +713,8 @@ class Service:
     ) -> Any:
         from aiohttp import web
 
-        from api.app import build_app
-        from daemon.runtime.api_view import LiveView
+        from fumarole.api.app import build_app
+        from fumarole.daemon.runtime.api_view import LiveView
 
         view = LiveView(self, event_log, projection, writer)
         app = build_app(view, **self._api_options())

@@ -4,7 +4,7 @@ append its decision events in one transaction.
 `CycleRunner.run_cycle(writer)` records a changed scheduler configuration first (its own
 transaction, so the cycle's watermark covers it), freezes the projection at its current
 sequence (the watermark), settles the heap (`heap.HeapSettler`), runs
-`daemon.runtime.cycle.decide` in a worker thread inside a `cycle` span (the session's spans
+`fumarole.daemon.runtime.cycle.decide` in a worker thread inside a `cycle` span (the session's spans
 are its children), and appends CycleOpened … CycleClosed as one batch.  The cycle's trace id
 is stamped on every decision event.
 """
@@ -20,20 +20,20 @@ from typing import TYPE_CHECKING, Any
 import anyio.to_thread
 from opentelemetry import trace
 
-from daemon.runtime.conf_watch import ConfWatcher
-from daemon.runtime.cycle import CycleDecisions, decide, session_id
-from daemon.runtime.heap import HeapSettler
-from daemon.runtime.job_tally import JobTally
-from daemon.runtime.session_memo import SessionMemo
-from daemon.runtime.telemetry import trace_id_hex
-from daemon.scheduler.model.node_derived import NodeDerived
-from daemon.scheduler.model.snapshot import ClusterSnapshot
-from store.events import BindDecided, EvictDecided, PodGroupStatusChanged
+from fumarole.daemon.runtime.conf_watch import ConfWatcher
+from fumarole.daemon.runtime.cycle import CycleDecisions, decide, session_id
+from fumarole.daemon.runtime.heap import HeapSettler
+from fumarole.daemon.runtime.job_tally import JobTally
+from fumarole.daemon.runtime.session_memo import SessionMemo
+from fumarole.daemon.runtime.telemetry import trace_id_hex
+from fumarole.daemon.scheduler.model.node_derived import NodeDerived
+from fumarole.daemon.scheduler.model.snapshot import ClusterSnapshot
+from fumarole.store.events import BindDecided, EvictDecided, PodGroupStatusChanged
 
 if TYPE_CHECKING:
     from opentelemetry.sdk.trace import TracerProvider
 
-    from daemon.runtime.writer import Writer
+    from fumarole.daemon.runtime.writer import Writer
 
 log = logging.getLogger("fumarole.cycle")
 

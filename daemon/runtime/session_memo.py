@@ -2,7 +2,7 @@
 
 A session is a pure function of (snapshot, configuration), and the snapshot of cycle N+1 differs
 from cycle N's only by its virtual `now` and its session id when no event outside
-`daemon.cache.projection.SNAPSHOT_NEUTRAL` was folded in between (the projection's
+`fumarole.daemon.cache.projection.SNAPSHOT_NEUTRAL` was folded in between (the projection's
 `generation` is unchanged: the very same task, node and job objects are handed out).  So the
 session of cycle N+1 decides exactly what cycle N's did, and its result can be reused, when:
 
@@ -31,9 +31,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from daemon.scheduler.framework.conf import SchedulerConf
-from daemon.scheduler.framework.run import SessionResult
-from daemon.scheduler.model.snapshot import ClusterSnapshot
+from fumarole.daemon.scheduler.framework.conf import SchedulerConf
+from fumarole.daemon.scheduler.framework.run import SessionResult
+from fumarole.daemon.scheduler.model.snapshot import ClusterSnapshot
 
 __all__ = ["SessionMemo", "transition_ids"]
 

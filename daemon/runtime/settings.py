@@ -171,7 +171,7 @@ def check_jaeger_url(url: str, where: str = "jaeger_url") -> str:
 def read_token(s: Settings, where: str = "read_token_file") -> str:
     """The read token the settings configure ("" = none): `read_token`, or the first line of
     `read_token_file`; SettingsError for both, an unreadable file or a token too short."""
-    from api.access import AccessError, read_token_from
+    from fumarole.api.access import AccessError, read_token_from
 
     try:
         return read_token_from(s.read_token, s.read_token_file, where=where)
@@ -190,7 +190,7 @@ def check_live(idle_timeout: float, per_client: int, prefix: str = "") -> None:
 
 
 def check_allowed_hosts(hosts: tuple[str, ...], where: str = "allowed_hosts") -> tuple[str, ...]:
-    from api.access import AccessError, check_allowed_host
+    from fumarole.api.access import AccessError, check_allowed_host
 
     try:
         return tuple(check_allowed_host(h, where) for h in hosts)
@@ -209,7 +209,7 @@ def check_settings(s: Settings) -> None:
         )
     read_token(s)
     if s.db:
-        from store.pg_url import DsnError, check_dsn
+        from fumarole.store.pg_url import DsnError, check_dsn
 
         try:
             check_dsn(s.db)

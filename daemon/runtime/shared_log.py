@@ -40,9 +40,9 @@ from collections.abc import Awaitable, Callable
 
 import anyio
 
-from store.log import FencedError, LogError
-from store.pg_leadership import Leadership, lease_state
-from store.postgres import PostgresEventLog
+from fumarole.store.log import FencedError, LogError
+from fumarole.store.pg_leadership import Leadership, lease_state
+from fumarole.store.postgres import PostgresEventLog
 
 __all__ = ["IGNORE_LEASE_LOSS", "SharedLogLeader", "holder_name", "log_error_in", "refusal_in"]
 

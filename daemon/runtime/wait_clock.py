@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from typing import Protocol
 
-from store.index import explained_codes
+from fumarole.store.index import explained_codes
 
 __all__ = ["WaitClock"]
 

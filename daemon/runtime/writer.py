@@ -17,8 +17,8 @@ from dataclasses import dataclass, field
 import anyio
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
-from store.events import Event
-from store.log import EventLog, FencedError
+from fumarole.store.events import Event
+from fumarole.store.log import EventLog, FencedError
 
 log = logging.getLogger("fumarole.writer")
 

@@ -1,8 +1,8 @@
 """The core engine of the studies: trace pods placed by Fumarole's real scheduler sessions
-(`daemon.scheduler`, Volcano's actions and plugins) under a Volcano scheduler configuration.
+(`fumarole.daemon.scheduler`, Volcano's actions and plugins) under a Volcano scheduler configuration.
 
 `CoreCluster` holds a ClusterSnapshot built from the study's node and pod manifests (the
-importer's mapping, `daemon.study.manifests`); `run(pods, now_s)` adds pods, runs one session and
+importer's mapping, `fumarole.daemon.study.manifests`); `run(pods, now_s)` adds pods, runs one session and
 folds its binds back as Running pods, returning each bound pod's node row and card indices (from
 deviceshare's `volcano.sh/vgpu-ids-new`); `finish(pod)` removes a pod that ran its course.
 
@@ -31,18 +31,18 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from daemon.manifests import build_snapshot
-from daemon.scheduler.framework.apply import apply_podgroups, apply_result, run_bound
-from daemon.scheduler.framework.conf import SchedulerConf
-from daemon.scheduler.framework.placement import SearchOptions
-from daemon.scheduler.framework.run import SessionResult, run_session
-from daemon.scheduler.model.node import NodeInfo
-from daemon.scheduler.model.node_derived import NodeDerived
-from daemon.scheduler.model.snapshot import ClusterSnapshot
-from daemon.scheduler.model.task import TaskInfo, TaskStatus
-from daemon.study.manifests import NAMESPACE, card_uuid, cluster_objects, node_manifest
-from daemon.study.placement import Placement
-from daemon.study.trace import TraceNode, TracePod
+from fumarole.daemon.manifests import build_snapshot
+from fumarole.daemon.scheduler.framework.apply import apply_podgroups, apply_result, run_bound
+from fumarole.daemon.scheduler.framework.conf import SchedulerConf
+from fumarole.daemon.scheduler.framework.placement import SearchOptions
+from fumarole.daemon.scheduler.framework.run import SessionResult, run_session
+from fumarole.daemon.scheduler.model.node import NodeInfo
+from fumarole.daemon.scheduler.model.node_derived import NodeDerived
+from fumarole.daemon.scheduler.model.snapshot import ClusterSnapshot
+from fumarole.daemon.scheduler.model.task import TaskInfo, TaskStatus
+from fumarole.daemon.study.manifests import NAMESPACE, card_uuid, cluster_objects, node_manifest
+from fumarole.daemon.study.placement import Placement
+from fumarole.daemon.study.trace import TraceNode, TracePod
 
 __all__ = ["ASSIGNED_IDS", "INFLATION_QUEUE", "CoreCluster", "CoreStep"]
 
@@ -114,7 +114,7 @@ class CoreCluster:
         self.sessions = 0
 
     def _add(self, pods: Sequence[tuple[TracePod, int]]) -> None:
-        from daemon.study.runlog import pod_manifest
+        from fumarole.daemon.study.runlog import pod_manifest
 
         objects: list[tuple[str, int, Obj]] = [("cluster", i, o) for i, o in enumerate(cluster_objects())]
         if self.arrival_order:

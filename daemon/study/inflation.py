@@ -7,7 +7,7 @@ until the next draw's GPUs would pass the target (`tuneUpPods`; like the simulat
 the draw's milli of ONE GPU, so a multi-GPU draw may end a little above it); a list asking more is
 trimmed, pods removed at random (seeded) while the requests pass the target (`tuneDownPods`).
 Pods arrive one at a time and never leave; each is placed at once or fails for good
-(`daemon.study.runs.inflation_log`).
+(`fumarole.daemon.study.runs.inflation_log`).
 """
 
 from __future__ import annotations
@@ -16,8 +16,8 @@ import random
 from collections.abc import Sequence
 from dataclasses import replace
 
-from daemon.scheduler.plugins.fgd_fragmentation import PodShape, TypicalWorkload, typical_workload
-from daemon.study.trace import TracePod
+from fumarole.daemon.scheduler.plugins.fgd_fragmentation import PodShape, TypicalWorkload, typical_workload
+from fumarole.daemon.study.trace import TracePod
 
 __all__ = ["TUNE_BOTH", "TUNE_UP", "TYPICAL_THRESHOLD", "inflation_workload", "shape_of", "typical_of"]
 

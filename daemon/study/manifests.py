@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from daemon.study.trace import MILLI, TraceNode, TracePod
+from fumarole.daemon.study.trace import MILLI, TraceNode, TracePod
 
 __all__ = [
     "GPU_MILLI_KEY",

@@ -13,9 +13,9 @@ Policies (see docs/studies.md):
     when asked) and deviceshare's `spread` card order (least used card first);
   * `fgd`: the paper's fragmentation gradient descent: the node whose fragmentation grows least, by
     the paper's integer score, and on it the card whose choice grows it least
-    (`daemon.scheduler.plugins.fgd_fragmentation`).
+    (`fumarole.daemon.scheduler.plugins.fgd_fragmentation`).
 Equal scores go to the node listed first (Fumarole's deterministic rule; Volcano picks at random),
-or with a `tie_seed` to the node the seeded rule of `daemon.scheduler.framework.ties` draws (the
+or with a `tie_seed` to the node the seeded rule of `fumarole.daemon.scheduler.framework.ties` draws (the
 core engine's rule for the paper's policies: the same whatever order the nodes are listed in).
 """
 
@@ -27,14 +27,14 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from daemon.scheduler.framework.ties import least_key, node_keys, task_key
-from daemon.scheduler.plugins.fgd_fragmentation import (
+from fumarole.daemon.scheduler.framework.ties import least_key, node_keys, task_key
+from fumarole.daemon.scheduler.plugins.fgd_fragmentation import (
     TypicalWorkload,
     node_fragmentation,
     shared_card_fragmentation,
 )
-from daemon.study.manifests import NAMESPACE
-from daemon.study.trace import MILLI, TraceNode, TracePod
+from fumarole.daemon.study.manifests import NAMESPACE
+from fumarole.daemon.study.trace import MILLI, TraceNode, TracePod
 
 __all__ = ["POLICIES", "Cluster", "Placement"]
 

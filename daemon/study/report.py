@@ -25,9 +25,9 @@ from typing import Any
 
 import numpy as np
 
-from daemon.study.figures import fit_range, save_figure, style
-from daemon.study.paper_results import paper_curves
-from daemon.study.report_data import RunData, fold_run, read_events
+from fumarole.daemon.study.figures import fit_range, save_figure, style
+from fumarole.daemon.study.paper_results import paper_curves
+from fumarole.daemon.study.report_data import RunData, fold_run, read_events
 
 __all__ = ["inflation_points", "summary_row", "write_report"]
 

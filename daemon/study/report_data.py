@@ -15,10 +15,10 @@ from typing import Any
 
 import numpy as np
 
-from daemon.scheduler.model.quantity import milli_value, whole_value
-from daemon.scheduler.plugins.fgd_fragmentation import PodShape, node_fragmentation, typical_workload
-from daemon.study.manifests import QOS_KEY, gpu_milli_of
-from store.events import (
+from fumarole.daemon.scheduler.model.quantity import milli_value, whole_value
+from fumarole.daemon.scheduler.plugins.fgd_fragmentation import PodShape, node_fragmentation, typical_workload
+from fumarole.daemon.study.manifests import QOS_KEY, gpu_milli_of
+from fumarole.store.events import (
     BindDecided,
     ConfigurationRecorded,
     CycleClosed,
@@ -89,7 +89,7 @@ def read_events(db: Path) -> list[Any]:
     import anyio
 
     async def go() -> list[Any]:
-        from store.sqlite import SqliteEventLog
+        from fumarole.store.sqlite import SqliteEventLog
 
         log = await SqliteEventLog.open(db, readonly=True, readers=1)
         try:

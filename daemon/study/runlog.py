@@ -14,8 +14,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from daemon.adapters.simulator.workload import iso_time
-from daemon.study.manifests import (
+from fumarole.daemon.adapters.simulator.workload import iso_time
+from fumarole.daemon.study.manifests import (
     NAMESPACE,
     QOS_CLASSES,
     QOS_KEY,
@@ -25,9 +25,9 @@ from daemon.study.manifests import (
     pod_affinity,
     pod_container,
 )
-from daemon.study.placement import Placement
-from daemon.study.trace import TraceNode, TracePod
-from store.events import (
+from fumarole.daemon.study.placement import Placement
+from fumarole.daemon.study.trace import TraceNode, TracePod
+from fumarole.store.events import (
     BindDecided,
     ConfigurationRecorded,
     CycleClosed,
@@ -38,7 +38,7 @@ from store.events import (
     PriorityClassUpserted,
     QueueUpserted,
 )
-from store.events.base import EventBase
+from fumarole.store.events.base import EventBase
 
 __all__ = ["STUDY_SOURCE", "RunLog"]
 
@@ -148,7 +148,7 @@ class RunLog:
         return len(self.events)
 
     async def _write(self, path: Path, batch: int) -> None:
-        from store.sqlite import SqliteEventLog
+        from fumarole.store.sqlite import SqliteEventLog
 
         log = await SqliteEventLog.open(path)
         try:

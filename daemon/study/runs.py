@@ -14,13 +14,13 @@ import heapq
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from daemon.scheduler.framework.conf import SchedulerConf
-from daemon.study.core_engine import CoreCluster, CoreStep
-from daemon.study.inflation import TUNE_BOTH, inflation_workload, typical_of
-from daemon.study.manifests import QOS_CLASSES
-from daemon.study.placement import Cluster, Placement
-from daemon.study.runlog import RunLog
-from daemon.study.trace import TraceNode, TracePod
+from fumarole.daemon.scheduler.framework.conf import SchedulerConf
+from fumarole.daemon.study.core_engine import CoreCluster, CoreStep
+from fumarole.daemon.study.inflation import TUNE_BOTH, inflation_workload, typical_of
+from fumarole.daemon.study.manifests import QOS_CLASSES
+from fumarole.daemon.study.placement import Cluster, Placement
+from fumarole.daemon.study.runlog import RunLog
+from fumarole.daemon.study.trace import TraceNode, TracePod
 
 __all__ = ["CORE", "FAST", "Engine", "RunSummary", "inflation_log", "timeline_log"]
 

@@ -86,12 +86,12 @@ def grid(
 
 def run_experiment(exp: Experiment) -> dict[str, Any]:
     """One inflation experiment, in this process: its row."""
-    from daemon.scheduler.framework.conf import parse_conf
-    from daemon.study.confs import preset_text
-    from daemon.study.core_engine import CoreCluster
-    from daemon.study.inflation import inflation_workload, typical_of
-    from daemon.study.placement import Cluster, Placement
-    from daemon.study.trace import read_nodes, read_pods
+    from fumarole.daemon.scheduler.framework.conf import parse_conf
+    from fumarole.daemon.study.confs import preset_text
+    from fumarole.daemon.study.core_engine import CoreCluster
+    from fumarole.daemon.study.inflation import inflation_workload, typical_of
+    from fumarole.daemon.study.placement import Cluster, Placement
+    from fumarole.daemon.study.trace import read_nodes, read_pods
 
     began = time.process_time()
     nodes = read_nodes(Path(exp.nodes))

@@ -7,8 +7,8 @@ tag to its class; `OBSERVED`, `DECISIONS` and `OUTCOMES` name the three families
 
 from __future__ import annotations
 
-from store.events.base import EventBase
-from store.events.cluster import (
+from fumarole.store.events.base import EventBase
+from fumarole.store.events.cluster import (
     UPSERT_KINDS,
     ClockAdvanced,
     HyperNodeDeleted,
@@ -37,7 +37,7 @@ from store.events.cluster import (
     ResyncStarted,
     upserted,
 )
-from store.events.decisions import (
+from fumarole.store.events.decisions import (
     BindDecided,
     ConfigurationRecorded,
     ConfigurationRejected,
@@ -53,7 +53,7 @@ from store.events.decisions import (
     QueueFigures,
     QueueFiguresRecorded,
 )
-from store.events.outcomes import (
+from fumarole.store.events.outcomes import (
     BindFailed,
     BindSucceeded,
     EvictFailed,

@@ -1,7 +1,7 @@
 """Observed facts: cluster objects upserted or deleted, resync markers and virtual time.
 
 An upsert carries the object's manifest (a Kubernetes/Volcano object as a JSON-like map,
-the same shape `daemon.manifests` reads), trimmed to what the scheduler needs; a delete
+the same shape `fumarole.daemon.manifests` reads), trimmed to what the scheduler needs; a delete
 names the object.  `at_ms` is the event time on the source's clock (virtual time for the
 simulator), in integer milliseconds; the projection's `now` is the largest `at_ms` seen.
 
@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from store.events.base import EventBase
+from fumarole.store.events.base import EventBase
 
 Manifest = dict[str, Any]
 
@@ -175,7 +175,7 @@ class ClockAdvanced(EventBase, frozen=True, kw_only=True, tag="clock.advanced"):
 
     `facts`: how many other facts the source reported with this move (the events logged just
     before it, in the same batch: completions, submissions).  The simulator lockstep reads it
-    on a restart (`daemon.runtime.lockstep`).  v2 added it; v1 rows read as 0.
+    on a restart (`fumarole.daemon.runtime.lockstep`).  v2 added it; v1 rows read as 0.
     """
 
     at_ms: int

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import msgspec
 
-from store.events.base import EventBase
+from fumarole.store.events.base import EventBase
 
 
 class ConfigurationRecorded(EventBase, frozen=True, tag="config.recorded"):

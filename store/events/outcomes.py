@@ -7,7 +7,7 @@ exactly as a failure (the decision is reverted, the pod decided again) but not o
 
 from __future__ import annotations
 
-from store.events.base import EventBase
+from fumarole.store.events.base import EventBase
 
 
 class BindSucceeded(EventBase, frozen=True, tag="outcome.bind_succeeded"):

@@ -80,7 +80,7 @@ def _ported_files() -> list[Path]:
 
 def _missing_features(path: Path) -> list[str]:
     """Actions or plugins a ported scenario needs that this version does not implement."""
-    from daemon.scheduler.framework.registry import ACTIONS, PLUGINS
+    from fumarole.daemon.scheduler.framework.registry import ACTIONS, PLUGINS
 
     sc = yaml.safe_load(path.read_text())
     conf = yaml.safe_load(sc["conf"]) or {}

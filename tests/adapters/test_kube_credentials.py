@@ -31,8 +31,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "k8s"))
 
 from fake_apiserver import FakeApiServer
 
-from daemon.adapters.kubernetes.client import KubeApi, KubeSetupError, KubeTransientError
-from daemon.adapters.kubernetes.credentials import LOADER_ENV
+from fumarole.daemon.adapters.kubernetes.client import KubeApi, KubeSetupError, KubeTransientError
+from fumarole.daemon.adapters.kubernetes.credentials import LOADER_ENV
 
 ROOT = Path(__file__).resolve().parents[2]
 LOADERS = ("static", "kubernetes_asyncio")

@@ -8,7 +8,7 @@ from __future__ import annotations
 import anyio
 import pytest
 
-from daemon.adapters.kubernetes.flow import AdaptiveLimit, PrioritySlots
+from fumarole.daemon.adapters.kubernetes.flow import AdaptiveLimit, PrioritySlots
 
 
 def _grow(limit: AdaptiveLimit, rtt: float, rounds: int, now: float = 0.0) -> float:

@@ -23,11 +23,11 @@ from cluster_kit import node, node_status
 from fake_apiserver import FakeApiServer
 from kube_http import Kube, write_kubeconfig
 
-from daemon.adapters.kubernetes.client import KubeApi
-from daemon.adapters.kubernetes.objects import KINDS
-from daemon.adapters.kubernetes.source import KubeSource
-from daemon.cache import Projection
-from store.events import HyperNodeDeleted, HyperNodeUpserted, ResyncCompleted, ResyncStarted
+from fumarole.daemon.adapters.kubernetes.client import KubeApi
+from fumarole.daemon.adapters.kubernetes.objects import KINDS
+from fumarole.daemon.adapters.kubernetes.source import KubeSource
+from fumarole.daemon.cache import Projection
+from fumarole.store.events import HyperNodeDeleted, HyperNodeUpserted, ResyncCompleted, ResyncStarted
 
 HYPERNODES = "/apis/topology.volcano.sh/v1alpha1/hypernodes"
 

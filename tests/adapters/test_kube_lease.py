@@ -19,9 +19,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "k8s"))
 from fake_apiserver import FakeApiServer
 from kube_http import write_kubeconfig
 
-from daemon.adapters.kubernetes.client import KubeApi
-from daemon.adapters.kubernetes.identity import claim_identity
-from daemon.adapters.kubernetes.leader import LeaseElector
+from fumarole.daemon.adapters.kubernetes.client import KubeApi
+from fumarole.daemon.adapters.kubernetes.identity import claim_identity
+from fumarole.daemon.adapters.kubernetes.leader import LeaseElector
 
 
 @pytest.fixture(scope="module")

@@ -24,10 +24,10 @@ from cluster_kit import node, node_status, pod, podgroup, queue
 from fake_apiserver import FakeApiServer
 from kube_http import Kube, write_kubeconfig
 
-from daemon.adapters.kubernetes.client import KubeApi
-from daemon.adapters.kubernetes.listing import decode_items, decode_watch_frame, list_collection
-from daemon.adapters.kubernetes.objects import KINDS, trimmed
-from daemon.adapters.kubernetes.source import KubeSource
+from fumarole.daemon.adapters.kubernetes.client import KubeApi
+from fumarole.daemon.adapters.kubernetes.listing import decode_items, decode_watch_frame, list_collection
+from fumarole.daemon.adapters.kubernetes.objects import KINDS, trimmed
+from fumarole.daemon.adapters.kubernetes.source import KubeSource
 
 PAYLOADS = Path(__file__).resolve().parents[1] / "k8s" / "payloads"
 

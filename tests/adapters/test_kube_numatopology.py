@@ -22,9 +22,9 @@ from cluster_kit import node, node_status
 from fake_apiserver import FakeApiServer
 from kube_http import Kube, write_kubeconfig
 
-from daemon.adapters.kubernetes.client import KubeApi
-from daemon.adapters.kubernetes.source import KubeSource
-from store.events import NumatopologyUpserted
+from fumarole.daemon.adapters.kubernetes.client import KubeApi
+from fumarole.daemon.adapters.kubernetes.source import KubeSource
+from fumarole.store.events import NumatopologyUpserted
 
 
 def numatopo(name: str) -> dict[str, Any]:

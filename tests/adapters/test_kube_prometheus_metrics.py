@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from aiohttp import web
 
-from daemon.adapters.kubernetes.metrics import (
+from fumarole.daemon.adapters.kubernetes.metrics import (
     MetricsConfError,
     MetricsSettings,
     PrometheusSource,
@@ -19,7 +19,7 @@ from daemon.adapters.kubernetes.metrics import (
     memory_query,
     metrics_settings,
 )
-from store.events import NodeUsageObserved
+from fumarole.store.events import NodeUsageObserved
 
 VALUES = {cpu_query("n1"): "42.5", memory_query("n1"): "63.25", cpu_query("n2"): "7"}
 

@@ -4,14 +4,19 @@ from __future__ import annotations
 
 import json
 
-from daemon.adapters.kubernetes.status_writes import (
+from fumarole.daemon.adapters.kubernetes.status_writes import (
     podgroup_status_body,
     podgroup_status_equal,
     queue_status_bodies,
     queue_status_equal,
 )
-from daemon.scheduler.model.resources import Resource, resource_list
-from store.events import PodGroupConditionRecord, PodGroupStatusChanged, QueueFigures, QueueFiguresRecorded
+from fumarole.daemon.scheduler.model.resources import Resource, resource_list
+from fumarole.store.events import (
+    PodGroupConditionRecord,
+    PodGroupStatusChanged,
+    QueueFigures,
+    QueueFiguresRecorded,
+)
 
 NOW = "2026-01-02T03:04:05Z"
 EARLIER = "2025-12-31T23:59:59Z"

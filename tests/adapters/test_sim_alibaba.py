@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from daemon.adapters.simulator import Simulator
-from daemon.adapters.simulator.alibaba import TraceError, convert_alibaba, main
-from daemon.adapters.simulator.driver import Driver
-from daemon.scheduler.framework.conf import parse_conf
+from fumarole.daemon.adapters.simulator import Simulator
+from fumarole.daemon.adapters.simulator.alibaba import TraceError, convert_alibaba, main
+from fumarole.daemon.adapters.simulator.driver import Driver
+from fumarole.daemon.scheduler.framework.conf import parse_conf
 
 ROOT = Path(__file__).resolve().parents[2]
 SHARED = ROOT.parent / "shared"  # ../shared beside the repository (the acceptance runner, traces)

@@ -6,12 +6,12 @@ from pathlib import Path
 
 import pytest
 
-from daemon.adapters.simulator import Simulator
-from daemon.adapters.simulator.driver import Driver
-from daemon.manifests import build_snapshot
-from daemon.scheduler.framework.conf import parse_conf
-from daemon.scheduler.framework.registry import ACTIONS
-from store.events import EvictDecided, PodGroupUpserted, PodUpserted
+from fumarole.daemon.adapters.simulator import Simulator
+from fumarole.daemon.adapters.simulator.driver import Driver
+from fumarole.daemon.manifests import build_snapshot
+from fumarole.daemon.scheduler.framework.conf import parse_conf
+from fumarole.daemon.scheduler.framework.registry import ACTIONS
+from fumarole.store.events import EvictDecided, PodGroupUpserted, PodUpserted
 
 DEFAULT_CONF = Path("daemon/examples/default-conf.yaml")
 RECLAIM_PREEMPT_CONF = """\

@@ -6,9 +6,9 @@ import asyncio
 
 import pytest
 
-from daemon.adapters.base import ClusterSink, ClusterSource, SimulatedCluster
-from daemon.adapters.simulator import Simulator
-from store.events import (
+from fumarole.daemon.adapters.base import ClusterSink, ClusterSource, SimulatedCluster
+from fumarole.daemon.adapters.simulator import Simulator
+from fumarole.store.events import (
     BindDecided,
     ClockAdvanced,
     PodGroupUpserted,

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from test_sim_bundled import RECLAIM_PREEMPT_CONF
 
-from daemon.adapters.simulator import Simulator
-from daemon.adapters.simulator.driver import Driver
-from daemon.scheduler.framework.conf import parse_conf
+from fumarole.daemon.adapters.simulator import Simulator
+from fumarole.daemon.adapters.simulator.driver import Driver
+from fumarole.daemon.scheduler.framework.conf import parse_conf
 
 
 def _afresh(sim: Simulator) -> list[tuple[int, str]]:

@@ -5,12 +5,12 @@ from __future__ import annotations
 import msgspec
 import pytest
 
-from daemon.adapters.simulator import Simulator
-from daemon.adapters.simulator.driver import Driver
-from daemon.runtime.cycle import comparable
-from daemon.scheduler.framework.conf import parse_conf
-from daemon.scheduler.framework.registry import ACTIONS
-from store.events import (
+from fumarole.daemon.adapters.simulator import Simulator
+from fumarole.daemon.adapters.simulator.driver import Driver
+from fumarole.daemon.runtime.cycle import comparable
+from fumarole.daemon.scheduler.framework.conf import parse_conf
+from fumarole.daemon.scheduler.framework.registry import ACTIONS
+from fumarole.store.events import (
     BindDecided,
     BindFailed,
     BindSucceeded,
@@ -21,7 +21,7 @@ from store.events import (
     EvictSucceeded,
     ResyncCompleted,
 )
-from store.events.base import EventBase
+from fumarole.store.events.base import EventBase
 
 CONF = """\
 actions: "enqueue, allocate, preempt, reclaim, backfill"

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import asyncio
 
-from daemon.adapters.simulator import Simulator
-from store.events import (
+from fumarole.daemon.adapters.simulator import Simulator
+from fumarole.store.events import (
     BindDecided,
     BindFailed,
     BindSucceeded,

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from daemon.adapters.simulator import Simulator, format_duration, parse_duration
-from daemon.manifests import ManifestError, build_snapshot, expand_job, load_objects
+from fumarole.daemon.adapters.simulator import Simulator, format_duration, parse_duration
+from fumarole.daemon.manifests import ManifestError, build_snapshot, expand_job, load_objects
 
 CLUSTER = """\
 apiVersion: v1

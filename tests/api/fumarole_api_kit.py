@@ -15,20 +15,20 @@ from typing import Any
 
 import pytest
 
-from daemon.cache import Projection, load_projection
-from daemon.manifests import expand_job, load_objects
-from daemon.runtime.api_view import LiveView
-from daemon.runtime.conf_watch import bundled_conf_text, conf_hash, parse_scheduler_conf
-from daemon.runtime.cycle import decide
-from daemon.runtime.writer import Writer
-from store.events import (
+from fumarole.daemon.cache import Projection, load_projection
+from fumarole.daemon.manifests import expand_job, load_objects
+from fumarole.daemon.runtime.api_view import LiveView
+from fumarole.daemon.runtime.conf_watch import bundled_conf_text, conf_hash, parse_scheduler_conf
+from fumarole.daemon.runtime.cycle import decide
+from fumarole.daemon.runtime.writer import Writer
+from fumarole.store.events import (
     BindDecided,
     ClockAdvanced,
     ConfigurationRecorded,
     PodUpserted,
     upserted,
 )
-from store.sqlite import SqliteEventLog
+from fumarole.store.sqlite import SqliteEventLog
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "daemon/examples/cluster.yaml"

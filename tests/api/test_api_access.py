@@ -24,10 +24,10 @@ from fumarole_api_kit import (
     stop,
 )
 
-from api.access import SESSION_COOKIE, Access, split_host
-from api.app import build_app
-from api.ui.login import safe_next
-from daemon.runtime.settings import SettingsError, load_settings
+from fumarole.api.access import SESSION_COOKIE, Access, split_host
+from fumarole.api.app import build_app
+from fumarole.api.ui.login import safe_next
+from fumarole.daemon.runtime.settings import SettingsError, load_settings
 
 READ_TOKEN = "read-token-0123456789abcdef"
 
@@ -234,7 +234,7 @@ def test_login_goes_back_to_the_dashboard_only() -> None:
 def test_settings_read_the_token_from_a_file(tmp_path: Path) -> None:
     f = tmp_path / "read-token"
     f.write_text(READ_TOKEN + "\n")
-    from daemon.runtime.settings import read_token
+    from fumarole.daemon.runtime.settings import read_token
 
     s = load_settings(env={}, flags={"read_token_file": str(f)})
     assert read_token(s) == READ_TOKEN
@@ -298,7 +298,7 @@ def test_serve_requires_the_token_and_never_prints_it(history: Path, tmp_path: P
 
 
 def test_the_daemon_warns_when_remote_reads_are_open(caplog: pytest.LogCaptureFixture) -> None:
-    from daemon.runtime.service import Service
+    from fumarole.daemon.runtime.service import Service
 
     s = load_settings(env={}, flags={"listen": "0.0.0.0:8321", "allow_remote": True})
     with caplog.at_level("WARNING", logger="fumarole"):
@@ -316,7 +316,7 @@ def test_the_daemon_warns_when_remote_reads_are_open(caplog: pytest.LogCaptureFi
 
 
 def test_run_flags_reach_the_settings(tmp_path: Path) -> None:
-    from daemon.cli.main import build_parser
+    from fumarole.daemon.cli.main import build_parser
 
     f = tmp_path / "read-token"
     f.write_text(READ_TOKEN + "\n")

@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 from fumarole_api_kit import FUMAROLE, child_env, history_fixture, start_serve, stop
 
-from store.events import NodeUpserted
-from store.sqlite import SqliteEventLog
+from fumarole.store.events import NodeUpserted
+from fumarole.store.sqlite import SqliteEventLog
 
 history = history_fixture("api-cli", cycles=2)
 

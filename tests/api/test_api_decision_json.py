@@ -14,13 +14,13 @@ import msgspec
 import pytest
 from fumarole_api_kit import LiveFixture, write_history
 
-import store.codec as codec
-from api.app import build_app
-from api.decision_json import DecisionJsonCache, decision_page_json, page_json, row_json
-from api.types import DecisionPage, DecisionRow
-from daemon.runtime.api_view import ReadOnlyView
-from store.events import BindDecided, CycleClosed
-from store.log import CorruptEventError
+import fumarole.store.codec as codec
+from fumarole.api.app import build_app
+from fumarole.api.decision_json import DecisionJsonCache, decision_page_json, page_json, row_json
+from fumarole.api.types import DecisionPage, DecisionRow
+from fumarole.daemon.runtime.api_view import ReadOnlyView
+from fumarole.store.events import BindDecided, CycleClosed
+from fumarole.store.log import CorruptEventError
 
 
 @pytest.fixture(scope="module")

@@ -8,8 +8,8 @@ from pathlib import Path
 import msgspec
 import pytest
 
-from api.metrics import SchedulerMetrics, exponential_buckets_range
-from store.events import (
+from fumarole.api.metrics import SchedulerMetrics, exponential_buckets_range
+from fumarole.store.events import (
     BindDecided,
     CycleClosed,
     CycleOpened,
@@ -21,8 +21,8 @@ from store.events import (
     QueueFigures,
     QueueFiguresRecorded,
 )
-from store.index import backfill_index, decision_query, explained_codes, index_fields
-from store.sqlite import SqliteEventLog
+from fumarole.store.index import backfill_index, decision_query, explained_codes, index_fields
+from fumarole.store.sqlite import SqliteEventLog
 
 
 def _bind(i: int, cycle: int = 1, job: str = "ns/j", queue: str = "q") -> BindDecided:

@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 from fumarole_api_kit import TOKEN, history_fixture, live_copy
 
-from api.app import build_app
-from daemon.runtime.api_view import ReadOnlyView
+from fumarole.api.app import build_app
+from fumarole.daemon.runtime.api_view import ReadOnlyView
 
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
 

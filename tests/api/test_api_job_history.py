@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 from fumarole_api_kit import FUMAROLE, child_env, start_serve, stop, write_history
 
-from daemon.runtime.job_history import (
+from fumarole.daemon.runtime.job_history import (
     Bound,
     Evicted,
     Explained,
@@ -24,7 +24,7 @@ from daemon.runtime.job_history import (
     Timeline,
     fold_decisions,
 )
-from store.events import (
+from fumarole.store.events import (
     BindDecided,
     CycleOpened,
     EvictDecided,

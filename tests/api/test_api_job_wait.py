@@ -14,8 +14,8 @@ import pytest
 import yaml
 from fumarole_api_kit import FUMAROLE, child_env
 
-from daemon.runtime.api_view import ReadOnlyView
-from store.events import CycleOpened, JobExplained
+from fumarole.daemon.runtime.api_view import ReadOnlyView
+from fumarole.store.events import CycleOpened, JobExplained
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "e2e"))
 from fumarole_e2e_kit import _job, read_log, run_daemon, write_small_sim
@@ -118,7 +118,7 @@ def test_a_missing_queue_is_named(finished: Path) -> None:
 
 
 def test_the_new_fields_are_in_the_openapi_document() -> None:
-    from api.openapi import openapi_document
+    from fumarole.api.openapi import openapi_document
 
     schemas = openapi_document()["components"]["schemas"]
     assert {"waited_ms", "wait_reason", "queue_exists"} <= set(schemas["JobRow"]["properties"])

@@ -10,9 +10,9 @@ from typing import Any
 import pytest
 from fumarole_api_kit import LiveFixture
 
-from api.app import build_app
-from daemon.runtime.queue_history import QueueHistoryReader, sample_cycles
-from store.events import (
+from fumarole.api.app import build_app
+from fumarole.daemon.runtime.queue_history import QueueHistoryReader, sample_cycles
+from fumarole.store.events import (
     CycleClosed,
     CycleOpened,
     JobExplained,
@@ -20,7 +20,7 @@ from store.events import (
     QueueFigures,
     QueueFiguresRecorded,
 )
-from store.sqlite import SqliteEventLog
+from fumarole.store.sqlite import SqliteEventLog
 
 
 def _figures(cpu_a: str, share_a: float) -> dict[str, QueueFigures]:

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from fumarole_api_kit import LiveFixture, write_history
 
-from api.app import build_app
+from fumarole.api.app import build_app
 
 
 @pytest.fixture(scope="module")
@@ -195,7 +195,7 @@ async def test_nodes_show_allocatable_idle_used_pods(client: Any) -> None:
 
 async def test_metrics_use_volcano_names(client: Any) -> None:
     # metrics count what the daemon folds from now on; fold one more cycle's worth through the writer
-    from store.events import CycleClosed, JobExplained
+    from fumarole.store.events import CycleClosed, JobExplained
 
     fx = client.fx
     await fx.writer.submit(

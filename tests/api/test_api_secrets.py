@@ -10,8 +10,8 @@ from typing import Any
 
 from fumarole_api_kit import TOKEN, LiveFixture, write_history
 
-from api.app import build_app
-from store.events import PodUpserted
+from fumarole.api.app import build_app
+from fumarole.store.events import PodUpserted
 
 SECRET = "hunter2-s3cr3t"
 

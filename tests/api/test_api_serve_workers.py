@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from fumarole_api_kit import FUMAROLE, child_env, history_fixture, stop, wait_for_url
 
-from api.app import WORKER_HEADER
+from fumarole.api.app import WORKER_HEADER
 
 history = history_fixture("api-workers", cycles=2)
 

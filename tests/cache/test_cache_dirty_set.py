@@ -11,9 +11,9 @@ from hypothesis import strategies as st
 from test_cache_incremental_freeze import _described
 from test_cache_property import _all_events, decision_op, observed_op
 
-from daemon.cache import Projection
-from daemon.cache.describe import describe_snapshot
-from store.events import (
+from fumarole.daemon.cache import Projection
+from fumarole.daemon.cache.describe import describe_snapshot
+from fumarole.store.events import (
     NodeUpserted,
     PodDeleted,
     PodGroupStatusChanged,

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from daemon.cache import Projection
-from daemon.scheduler.model.task import TaskStatus
-from store.events import (
+from fumarole.daemon.cache import Projection
+from fumarole.daemon.scheduler.model.task import TaskStatus
+from fumarole.store.events import (
     BindDecided,
     BindFailed,
     BindSucceeded,

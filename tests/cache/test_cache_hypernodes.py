@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from daemon.adapters.simulator import Simulator
-from daemon.cache import Projection, decode_projection, encode_projection, state_image
-from daemon.scheduler.framework.conf import parse_conf
-from daemon.scheduler.framework.run import run_session
-from store.events import HyperNodeDeleted, HyperNodeUpserted, upserted
+from fumarole.daemon.adapters.simulator import Simulator
+from fumarole.daemon.cache import Projection, decode_projection, encode_projection, state_image
+from fumarole.daemon.scheduler.framework.conf import parse_conf
+from fumarole.daemon.scheduler.framework.run import run_session
+from fumarole.store.events import HyperNodeDeleted, HyperNodeUpserted, upserted
 
 
 def node(name: str) -> dict[str, Any]:

@@ -10,11 +10,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from test_cache_property import _all_events, any_op
 
-from daemon.cache import Projection
-from daemon.cache.describe import describe_snapshot
-from daemon.runtime.conf_watch import ConfWatcher
-from daemon.runtime.cycle import comparable, decide
-from store.events import (
+from fumarole.daemon.cache import Projection
+from fumarole.daemon.cache.describe import describe_snapshot
+from fumarole.daemon.runtime.conf_watch import ConfWatcher
+from fumarole.daemon.runtime.cycle import comparable, decide
+from fumarole.store.events import (
     BindDecided,
     ClockAdvanced,
     CycleClosed,

@@ -11,14 +11,14 @@ from hypothesis import strategies as st
 from test_cache_incremental_freeze import _cluster, _pod
 from test_cache_property import _all_events, any_op
 
-from daemon.cache import Projection
-from daemon.runtime.cycle import _task_index, decide
-from daemon.runtime.job_tally import BOUND_STATUSES, JobTally
-from daemon.scheduler.framework.conf import DEFAULT_SCHEDULER_CONF, parse_conf
-from daemon.scheduler.model.job import JobInfo
-from daemon.scheduler.model.resources import Resource
-from daemon.scheduler.model.snapshot import ClusterSnapshot
-from daemon.scheduler.model.task import TaskInfo, TaskStatus
+from fumarole.daemon.cache import Projection
+from fumarole.daemon.runtime.cycle import _task_index, decide
+from fumarole.daemon.runtime.job_tally import BOUND_STATUSES, JobTally
+from fumarole.daemon.scheduler.framework.conf import DEFAULT_SCHEDULER_CONF, parse_conf
+from fumarole.daemon.scheduler.model.job import JobInfo
+from fumarole.daemon.scheduler.model.resources import Resource
+from fumarole.daemon.scheduler.model.snapshot import ClusterSnapshot
+from fumarole.daemon.scheduler.model.task import TaskInfo, TaskStatus
 
 
 def _recounted(snapshot: ClusterSnapshot) -> tuple[int, int, int]:

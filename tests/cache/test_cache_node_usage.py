@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from daemon.cache import Projection, decode_projection, encode_projection, state_image
-from daemon.scheduler.framework.conf import parse_conf
-from daemon.scheduler.framework.run import run_session
-from store.events import CycleOpened, NodeDeleted, NodeUsageObserved, upserted
+from fumarole.daemon.cache import Projection, decode_projection, encode_projection, state_image
+from fumarole.daemon.scheduler.framework.conf import parse_conf
+from fumarole.daemon.scheduler.framework.run import run_session
+from fumarole.store.events import CycleOpened, NodeDeleted, NodeUsageObserved, upserted
 
 
 def node(name: str) -> dict[str, Any]:

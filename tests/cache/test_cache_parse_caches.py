@@ -11,9 +11,9 @@ import anyio
 import msgspec
 from test_cache_incremental_freeze import _cluster, _fresh, _pod
 
-from daemon.cache import Projection, decode_projection, encode_projection, load, save, state_image
-from daemon.cache.describe import describe_snapshot
-from store.memory import MemoryEventLog
+from fumarole.daemon.cache import Projection, decode_projection, encode_projection, load, save, state_image
+from fumarole.daemon.cache.describe import describe_snapshot
+from fumarole.store.memory import MemoryEventLog
 
 
 def _frozen(p: Projection) -> tuple[Any, list[str]]:

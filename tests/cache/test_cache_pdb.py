@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from daemon.adapters.simulator import Simulator
-from daemon.cache import Projection, decode_projection, encode_projection, state_image
-from store.events import PodDisruptionBudgetDeleted, PodDisruptionBudgetUpserted
+from fumarole.daemon.adapters.simulator import Simulator
+from fumarole.daemon.cache import Projection, decode_projection, encode_projection, state_image
+from fumarole.store.events import PodDisruptionBudgetDeleted, PodDisruptionBudgetUpserted
 
 PDB: dict[str, Any] = {
     "apiVersion": "policy/v1",

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from daemon.cache import Projection
-from store.events import PodGroupConditionRecord, PodGroupStatusChanged, PodGroupUpserted
+from fumarole.daemon.cache import Projection
+from fumarole.store.events import PodGroupConditionRecord, PodGroupStatusChanged, PodGroupUpserted
 
 COND = PodGroupConditionRecord(type="Scheduled", status="True", reason="ready", transition_id="session-1")
 

@@ -11,10 +11,10 @@ import msgspec
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from daemon.cache import Projection, decode_projection, encode_projection, load, save, state_image
-from daemon.cache.describe import describe_snapshot
-from daemon.manifests import build_snapshot, expand_job, load_objects
-from store.events import (
+from fumarole.daemon.cache import Projection, decode_projection, encode_projection, load, save, state_image
+from fumarole.daemon.cache.describe import describe_snapshot
+from fumarole.daemon.manifests import build_snapshot, expand_job, load_objects
+from fumarole.store.events import (
     BindDecided,
     BindFailed,
     ClockAdvanced,
@@ -40,7 +40,7 @@ from store.events import (
     ResyncCompleted,
     ResyncStarted,
 )
-from store.memory import MemoryEventLog
+from fumarole.store.memory import MemoryEventLog
 
 KIND_ORDER = ("PriorityClass", "Namespace", "ResourceQuota", "Queue", "Node", "PodGroup", "Pod")
 NODES = [f"n{i}" for i in range(4)]

@@ -13,13 +13,13 @@ from hypothesis import strategies as st
 from test_cache_incremental_freeze import _cluster, _pod
 from test_cache_property import _all_events, any_op
 
-from daemon.cache import Projection
-from daemon.runtime.conf_watch import ConfWatcher
-from daemon.runtime.replay import replay
-from daemon.runtime.session_loop import CycleRunner, CycleSummary
-from daemon.runtime.writer import Writer
-from store.events import ClockAdvanced, CycleOpened, EvictDecided, PipelineDecided
-from store.memory import MemoryEventLog
+from fumarole.daemon.cache import Projection
+from fumarole.daemon.runtime.conf_watch import ConfWatcher
+from fumarole.daemon.runtime.replay import replay
+from fumarole.daemon.runtime.session_loop import CycleRunner, CycleSummary
+from fumarole.daemon.runtime.writer import Writer
+from fumarole.store.events import ClockAdvanced, CycleOpened, EvictDecided, PipelineDecided
+from fumarole.store.memory import MemoryEventLog
 
 SLA = """actions: "enqueue, allocate, backfill"
 tiers:

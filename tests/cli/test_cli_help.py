@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from daemon.cli import build_parser, main
+from fumarole.daemon.cli import build_parser, main
 
 FUMAROLE = str(Path(sys.executable).parent / "fumarole")
 

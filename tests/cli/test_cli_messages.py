@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from daemon.cli.tables import human_bytes
+from fumarole.daemon.cli.tables import human_bytes
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples" / "preempt-by-priority"

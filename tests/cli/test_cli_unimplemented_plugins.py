@@ -14,10 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from daemon.scheduler.framework import registry
-from daemon.scheduler.framework.conf import parse_conf
-from daemon.scheduler.framework.run import run_session
-from daemon.scheduler.model.snapshot import ClusterSnapshot
+from fumarole.daemon.scheduler.framework import registry
+from fumarole.daemon.scheduler.framework.conf import parse_conf
+from fumarole.daemon.scheduler.framework.run import run_session
+from fumarole.daemon.scheduler.model.snapshot import ClusterSnapshot
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE_CLUSTER = ROOT / "daemon" / "examples" / "cluster.yaml"

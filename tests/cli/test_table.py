@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from daemon.cli.tables import text_table
+from fumarole.daemon.cli.tables import text_table
 
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
 LONG = "preempt: preempted by team/high-1 of job team/high (priority 1000); victims chosen by priority"

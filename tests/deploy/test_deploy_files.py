@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from daemon.runtime.settings import load_settings
+from fumarole.daemon.runtime.settings import load_settings
 
 ROOT = Path(__file__).resolve().parents[2]
 DEPLOY = ROOT / "deploy"

@@ -7,9 +7,9 @@ from typing import Any
 
 import yaml
 
-from daemon.adapters.kubernetes import lease_permissions
-from daemon.adapters.kubernetes.client import REQUIRED_PERMISSIONS
-from daemon.runtime.conf_watch import parse_scheduler_conf
+from fumarole.daemon.adapters.kubernetes import lease_permissions
+from fumarole.daemon.adapters.kubernetes.client import REQUIRED_PERMISSIONS
+from fumarole.daemon.runtime.conf_watch import parse_scheduler_conf
 
 DEPLOY = Path(__file__).resolve().parents[2] / "deploy" / "kubernetes"
 
@@ -74,8 +74,8 @@ def test_the_deployment_runs_two_electing_replicas_with_probes_and_the_conf() ->
 def test_the_probes_and_the_service_names_pass_the_host_allow_list() -> None:
     """kubelet probes a pod as http://<pod IP>:8321 (Host: <pod IP>:8321); in-cluster clients use the
     Service's names: the access rules the Deployment configures answer both, and no other name."""
-    from api.access import Access
-    from daemon.runtime.settings import load_settings, split_listen
+    from fumarole.api.access import Access
+    from fumarole.daemon.runtime.settings import load_settings, split_listen
 
     c = _docs()["Deployment/fumarole"]["spec"]["template"]["spec"]["containers"][0]
     env = {e["name"]: e["value"] for e in c["env"] if "value" in e}

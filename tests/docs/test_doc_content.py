@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from daemon.cli.main import build_parser
+from fumarole.daemon.cli.main import build_parser
 
 ROOT = Path(__file__).resolve().parents[2]
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]

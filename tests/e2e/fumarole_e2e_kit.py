@@ -19,8 +19,8 @@ from typing import Any
 
 import yaml
 
-from store.log import StoredEvent
-from store.sqlite import SqliteEventLog
+from fumarole.store.log import StoredEvent
+from fumarole.store.sqlite import SqliteEventLog
 
 ROOT = Path(__file__).resolve().parents[2]
 FUMAROLE = str(Path(sys.executable).parent / "fumarole")

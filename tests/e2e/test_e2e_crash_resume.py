@@ -4,7 +4,7 @@
 The cut points come from the test-only FUMAROLE_TEST_CRASH_AFTER_COMMITS (the daemon exits 137
 right after its Nth commit) with FUMAROLE_TEST_DISPATCH_BATCH=1 (one commit per forwarded
 decision, so a cycle's dispatch can be cut half way).  Logs are compared event by event with
-`daemon.runtime.cycle.comparable` (timings and trace ids aside): same cycles, same binds and
+`fumarole.daemon.runtime.cycle.comparable` (timings and trace ids aside): same cycles, same binds and
 evictions in the same cycles, same virtual times, same everything else.
 """
 
@@ -22,11 +22,11 @@ import pytest
 import yaml
 from fumarole_e2e_kit import FUMAROLE, _job, env, read_log, write_small_sim
 
-from daemon.runtime.cycle import comparable, describe
-from daemon.runtime.fault_injection import CRASH_AFTER_COMMITS, CRASH_EXIT_STATUS, DISPATCH_BATCH
-from daemon.runtime.lockstep import LockstepTracker, Position, Step
-from store.events import BindDecided, EvictDecided
-from store.log import StoredEvent
+from fumarole.daemon.runtime.cycle import comparable, describe
+from fumarole.daemon.runtime.fault_injection import CRASH_AFTER_COMMITS, CRASH_EXIT_STATUS, DISPATCH_BATCH
+from fumarole.daemon.runtime.lockstep import LockstepTracker, Position, Step
+from fumarole.store.events import BindDecided, EvictDecided
+from fumarole.store.log import StoredEvent
 
 SEED = 15
 

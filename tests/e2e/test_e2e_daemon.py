@@ -12,10 +12,17 @@ from pathlib import Path
 import pytest
 from fumarole_e2e_kit import FUMAROLE, env, read_log, run_daemon, start_daemon, write_small_sim
 
-from daemon.cache import load, state_image
-from store.events import BindDecided, CycleClosed, CycleOpened, PodDeleted, PodGroupUpserted, PodUpserted
-from store.log import StoredEvent
-from store.sqlite import SqliteEventLog
+from fumarole.daemon.cache import load, state_image
+from fumarole.store.events import (
+    BindDecided,
+    CycleClosed,
+    CycleOpened,
+    PodDeleted,
+    PodGroupUpserted,
+    PodUpserted,
+)
+from fumarole.store.log import StoredEvent
+from fumarole.store.sqlite import SqliteEventLog
 
 
 def _gangs_bound_whole(rows: list[StoredEvent]) -> list[str]:

@@ -27,7 +27,7 @@ import msgspec
 import pytest
 from fumarole_e2e_kit import FUMAROLE, env, read_log, run_daemon, write_small_sim
 
-from daemon.cli import main
+from fumarole.daemon.cli import main
 
 
 def _cli(*args: str, preexec: Callable[[], None] | None = None) -> subprocess.CompletedProcess[str]:

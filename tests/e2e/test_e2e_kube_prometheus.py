@@ -24,8 +24,8 @@ from cluster_kit import node, node_status, pod, wait_for
 from fake_apiserver import ALL, FakeApiServer
 from kube_http import Kube, write_kubeconfig
 
-from daemon.adapters.kubernetes.metrics import cpu_query, memory_query
-from store.events import BindDecided, NodeUsageObserved
+from fumarole.daemon.adapters.kubernetes.metrics import cpu_query, memory_query
+from fumarole.store.events import BindDecided, NodeUsageObserved
 
 LOAD = {cpu_query("u1"): "95", memory_query("u1"): "10", cpu_query("u2"): "12.5", memory_query("u2"): "20"}
 

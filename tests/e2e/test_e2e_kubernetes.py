@@ -47,9 +47,9 @@ from cluster_kit import (
 from fake_apiserver import ALL, FakeApiServer
 from kube_http import Kube, KubeError, write_kubeconfig
 
-from daemon.scheduler.model.quantity import milli_value, whole_value
-from daemon.scheduler.model.resources import Resource, resource_list
-from store.events import (
+from fumarole.daemon.scheduler.model.quantity import milli_value, whole_value
+from fumarole.daemon.scheduler.model.resources import Resource, resource_list
+from fumarole.store.events import (
     BindDecided,
     BindFailed,
     BindSucceeded,

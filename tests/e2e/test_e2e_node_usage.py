@@ -12,7 +12,7 @@ from pathlib import Path
 import yaml
 from fumarole_e2e_kit import FUMAROLE, env, read_log, run_daemon, write_small_sim
 
-from store.events import BindDecided, EvictDecided, NodeUsageObserved
+from fumarole.store.events import BindDecided, EvictDecided, NodeUsageObserved
 
 CONF = """\
 actions: "enqueue, allocate, backfill, shuffle"

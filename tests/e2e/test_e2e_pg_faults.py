@@ -50,8 +50,8 @@ from fumarole_pg_proxy import CuttableProxy
 from fumarole_pg_server import PgServer, find_bindir, require_pg, start_server
 from fumarole_store_kit import run_pg
 
-from store.index import DECISION_TYPES
-from store.log import StoredEvent
+from fumarole.store.index import DECISION_TYPES
+from fumarole.store.log import StoredEvent
 
 FAULT_AT = 1500  # the fault comes once the log holds this many events (of about 5,000)
 STOP_SECONDS = 3.0  # longer than the lease (1 s): the leader's renewals fail all along

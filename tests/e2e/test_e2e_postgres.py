@@ -30,12 +30,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "store"))
 from fumarole_pg_server import PgServer, fresh_dsn, require_pg
 from fumarole_store_kit import run_pg
 
-from daemon.runtime.cycle import comparable, describe
-from daemon.runtime.shared_log import IGNORE_LEASE_LOSS
-from store.events import BindDecided, CycleOpened
-from store.index import DECISION_TYPES
-from store.log import StoredEvent
-from store.postgres import PostgresEventLog
+from fumarole.daemon.runtime.cycle import comparable, describe
+from fumarole.daemon.runtime.shared_log import IGNORE_LEASE_LOSS
+from fumarole.store.events import BindDecided, CycleOpened
+from fumarole.store.index import DECISION_TYPES
+from fumarole.store.log import StoredEvent
+from fumarole.store.postgres import PostgresEventLog
 
 SEED = 13
 KILLS = 20

@@ -36,8 +36,8 @@ from cluster_kit import Workload, api_server, as_manifests, pod, podgroup, wait_
 from fake_apiserver import ALL
 from kube_http import Kube, write_kubeconfig
 
-from store.codec import decode, encode
-from store.events import BindDecided, CycleOpened, PodUpserted
+from fumarole.store.codec import decode, encode
+from fumarole.store.events import BindDecided, CycleOpened, PodUpserted
 
 SECRET = "hunter2-s3cr3t"
 APPLIED = "kubectl.kubernetes.io/last-applied-configuration"

@@ -10,7 +10,7 @@ from aiohttp import web
 from fumarole_e2e_kit import FUMAROLE, env, read_log, write_small_sim
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
-from store.events import BindDecided, CycleOpened
+from fumarole.store.events import BindDecided, CycleOpened
 
 
 async def _run(tmp_path: Path) -> tuple[int, str, list[tuple[str, str, dict[str, object]]]]:

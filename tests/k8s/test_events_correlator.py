@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from daemon.adapters.kubernetes.events import (
+from fumarole.daemon.adapters.kubernetes.events import (
     MAX_LRU_CACHE_ENTRIES,
     CoreEvent,
     EventCorrelator,

@@ -26,8 +26,8 @@ from cluster_kit import ApiServer, api_server
 from fake_apiserver import ALL
 from kube_http import Kube, write_kubeconfig
 
-from daemon.adapters.kubernetes.client import KubeApi
-from daemon.adapters.kubernetes.events import MAX_QUEUED_EVENTS, EventRecorder, ObjectRef, Send
+from fumarole.daemon.adapters.kubernetes.client import KubeApi
+from fumarole.daemon.adapters.kubernetes.events import MAX_QUEUED_EVENTS, EventRecorder, ObjectRef, Send
 
 Api = ApiServer
 

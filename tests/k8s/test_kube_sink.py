@@ -24,10 +24,10 @@ from cluster_kit import node, node_status, pod, podgroup, priority_class, queue
 from fake_apiserver import ALL, FakeApiServer
 from kube_http import Kube, write_kubeconfig
 
-from daemon.adapters.kubernetes.client import KubeApi
-from daemon.adapters.kubernetes.flow import AdaptiveLimit
-from daemon.adapters.kubernetes.sink import KubeSink
-from store.events import (
+from fumarole.daemon.adapters.kubernetes.client import KubeApi
+from fumarole.daemon.adapters.kubernetes.flow import AdaptiveLimit
+from fumarole.daemon.adapters.kubernetes.sink import KubeSink
+from fumarole.store.events import (
     BindDecided,
     BindSucceeded,
     PodGroupDeleted,

@@ -9,10 +9,10 @@ from typing import Any
 
 import pytest
 
-from daemon.manifests import ManifestError, build_snapshot, load_objects, load_snapshot
-from daemon.scheduler.model.resources import Resource
-from daemon.scheduler.model.snapshot import ClusterSnapshot
-from daemon.scheduler.model.task import HostPort, Taint, TaskInfo, TaskStatus, Toleration
+from fumarole.daemon.manifests import ManifestError, build_snapshot, load_objects, load_snapshot
+from fumarole.daemon.scheduler.model.resources import Resource
+from fumarole.daemon.scheduler.model.snapshot import ClusterSnapshot
+from fumarole.daemon.scheduler.model.task import HostPort, Taint, TaskInfo, TaskStatus, Toleration
 
 GI = 1 << 30
 

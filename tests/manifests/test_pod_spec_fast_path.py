@@ -12,9 +12,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from daemon.manifests import ManifestError, build_snapshot
-from daemon.manifests.fields import Doc
-from daemon.manifests.pods import checked_pod_spec, plain_pod_spec
+from fumarole.daemon.manifests import ManifestError, build_snapshot
+from fumarole.daemon.manifests.fields import Doc
+from fumarole.daemon.manifests.pods import checked_pod_spec, plain_pod_spec
 
 DOC = Doc("t.yaml", 0, "Pod ns/p")
 

@@ -12,8 +12,8 @@ from typing import Any
 
 import yaml
 
-from daemon.manifests.redaction import redact_event, redact_pod
-from store.events import NodeUpserted, PodUpserted
+from fumarole.daemon.manifests.redaction import redact_event, redact_pod
+from fumarole.store.events import NodeUpserted, PodUpserted
 
 FUMAROLE = str(Path(sys.executable).parent / "fumarole")
 SECRET = "hunter2-s3cr3t"

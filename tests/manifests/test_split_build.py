@@ -17,11 +17,11 @@ from pathlib import Path
 
 import pytest
 
-from daemon.manifests import ManifestError, build_snapshot, load_objects
-from daemon.manifests.reading import PendingLoad, start_loading
-from daemon.manifests.snapshot import _Builder, build_loading
-from daemon.manifests.yaml_split import PARALLEL_MIN_BYTES, SplitLoad, spare_core, split_offset
-from daemon.scheduler.model.snapshot import ClusterSnapshot
+from fumarole.daemon.manifests import ManifestError, build_snapshot, load_objects
+from fumarole.daemon.manifests.reading import PendingLoad, start_loading
+from fumarole.daemon.manifests.snapshot import _Builder, build_loading
+from fumarole.daemon.manifests.yaml_split import PARALLEL_MIN_BYTES, SplitLoad, spare_core, split_offset
+from fumarole.daemon.scheduler.model.snapshot import ClusterSnapshot
 
 needs_two_cpus = pytest.mark.skipif(not spare_core(), reason="the split path needs a spare CPU")
 

@@ -13,9 +13,9 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from daemon.manifests import ManifestError, load_objects
-from daemon.manifests.reading import _decode_json
-from daemon.manifests.yaml_loader import load_all
+from fumarole.daemon.manifests import ManifestError, load_objects
+from fumarole.daemon.manifests.reading import _decode_json
+from fumarole.daemon.manifests.yaml_loader import load_all
 
 TRICKY = [
     # plain manifests: strings, ints, bools, nulls, floats, quoted numbers, timestamps, octal
@@ -242,7 +242,7 @@ def test_the_parsers_resolver_hooks_answer_as_safe_loaders(value: str, implicit:
     """The loader's own resolve (a closure without path look-ups) gives SafeLoader's tags."""
     from yaml.nodes import MappingNode, ScalarNode, SequenceNode
 
-    from daemon.manifests.yaml_loader import ManifestLoader
+    from fumarole.daemon.manifests.yaml_loader import ManifestLoader
 
     ours, safe = ManifestLoader(""), yaml.SafeLoader("")
     assert "resolve" in vars(ours)  # the per-instance fast hooks are in place

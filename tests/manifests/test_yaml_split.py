@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from daemon.manifests import ManifestError, load_objects
-from daemon.manifests.reading import start_loading
-from daemon.manifests.yaml_loader import load_all
-from daemon.manifests.yaml_split import PARALLEL_MIN_BYTES, SplitLoad, spare_core, split_offset
+from fumarole.daemon.manifests import ManifestError, load_objects
+from fumarole.daemon.manifests.reading import start_loading
+from fumarole.daemon.manifests.yaml_loader import load_all
+from fumarole.daemon.manifests.yaml_split import PARALLEL_MIN_BYTES, SplitLoad, spare_core, split_offset
 
 NODE = "apiVersion: v1\nkind: Node\nmetadata:\n  name: n{i}\n  labels: {{zone: z{i}}}\n"
 

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import msgspec
 
-from daemon.cache.describe import describe_snapshot
-from daemon.manifests import load_snapshot
-from daemon.runtime.conf_watch import bundled_conf_text, parse_scheduler_conf
-from daemon.runtime.cycle import classify_reason, comparable, decide, first_difference
-from daemon.scheduler.framework.conf import DEFAULT_SCHEDULER_CONF, parse_conf
-from store.events import (
+from fumarole.daemon.cache.describe import describe_snapshot
+from fumarole.daemon.manifests import load_snapshot
+from fumarole.daemon.runtime.conf_watch import bundled_conf_text, parse_scheduler_conf
+from fumarole.daemon.runtime.cycle import classify_reason, comparable, decide, first_difference
+from fumarole.daemon.scheduler.framework.conf import DEFAULT_SCHEDULER_CONF, parse_conf
+from fumarole.store.events import (
     BindDecided,
     CycleClosed,
     CycleOpened,

@@ -11,7 +11,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from daemon.runtime.heap import HeapSettler, loading
+from fumarole.daemon.runtime.heap import HeapSettler, loading
 
 
 class _Node:

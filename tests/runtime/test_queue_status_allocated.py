@@ -15,10 +15,10 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scheduler"))
 from fumarole_sched_kit import mk_conf, mk_job, mk_node, mk_queue, mk_snapshot, mk_task
 
-from daemon.runtime.cycle import decide
-from daemon.scheduler.model.snapshot import ClusterSnapshot
-from daemon.scheduler.model.task import TaskStatus
-from store.events import QueueFiguresRecorded
+from fumarole.daemon.runtime.cycle import decide
+from fumarole.daemon.scheduler.model.snapshot import ClusterSnapshot
+from fumarole.daemon.scheduler.model.task import TaskStatus
+from fumarole.store.events import QueueFiguresRecorded
 
 S = TaskStatus
 CONF = mk_conf("enqueue, allocate", ["priority", "gang"], ["proportion"])

@@ -13,21 +13,21 @@ import anyio
 import msgspec
 import pytest
 
-from daemon.cache import Projection, save
-from daemon.cli import main
-from daemon.manifests import expand_job, load_objects
-from daemon.runtime.conf_watch import bundled_conf_text, conf_hash, parse_scheduler_conf
-from daemon.runtime.cycle import decide
-from daemon.runtime.replay import replay
-from store.codec import decode, encode
-from store.events import (
+from fumarole.daemon.cache import Projection, save
+from fumarole.daemon.cli import main
+from fumarole.daemon.manifests import expand_job, load_objects
+from fumarole.daemon.runtime.conf_watch import bundled_conf_text, conf_hash, parse_scheduler_conf
+from fumarole.daemon.runtime.cycle import decide
+from fumarole.daemon.runtime.replay import replay
+from fumarole.store.codec import decode, encode
+from fumarole.store.events import (
     BindDecided,
     ClockAdvanced,
     ConfigurationRecorded,
     PodUpserted,
     upserted,
 )
-from store.sqlite import SqliteEventLog
+from fumarole.store.sqlite import SqliteEventLog
 
 ALT_CONF = """\
 actions: "enqueue, allocate, backfill"

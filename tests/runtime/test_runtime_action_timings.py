@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from daemon.manifests import build_snapshot, load_objects
-from daemon.runtime.conf_watch import bundled_conf_text, parse_scheduler_conf
-from daemon.runtime.cycle import comparable, decide
+from fumarole.daemon.manifests import build_snapshot, load_objects
+from fumarole.daemon.runtime.conf_watch import bundled_conf_text, parse_scheduler_conf
+from fumarole.daemon.runtime.cycle import comparable, decide
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "daemon" / "examples" / "cluster.yaml"
 

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from daemon.adapters.simulator import Simulator
-from daemon.cache import Projection
-from daemon.runtime.conf_watch import parse_scheduler_conf
-from daemon.runtime.cycle import decide
-from store.events import BindDecided, PodUpserted
+from fumarole.daemon.adapters.simulator import Simulator
+from fumarole.daemon.cache import Projection
+from fumarole.daemon.runtime.conf_watch import parse_scheduler_conf
+from fumarole.daemon.runtime.cycle import decide
+from fumarole.store.events import BindDecided, PodUpserted
 
 CONF = """
 actions: "enqueue, allocate"

@@ -7,12 +7,12 @@ from pathlib import Path
 import anyio
 import pytest
 
-from daemon.cache import Projection
-from daemon.runtime.conf_watch import ConfError, ConfWatcher, conf_hash
-from daemon.runtime.session_loop import CycleRunner
-from daemon.runtime.writer import Writer
-from store.events import ConfigurationRecorded, ConfigurationRejected, CycleOpened, NodeUpserted
-from store.memory import MemoryEventLog
+from fumarole.daemon.cache import Projection
+from fumarole.daemon.runtime.conf_watch import ConfError, ConfWatcher, conf_hash
+from fumarole.daemon.runtime.session_loop import CycleRunner
+from fumarole.daemon.runtime.writer import Writer
+from fumarole.store.events import ConfigurationRecorded, ConfigurationRejected, CycleOpened, NodeUpserted
+from fumarole.store.memory import MemoryEventLog
 
 GOOD = 'actions: "enqueue, allocate"\ntiers:\n- plugins:\n  - name: gang\n  - name: priority\n'
 OTHER = 'actions: "enqueue, allocate, backfill"\ntiers:\n- plugins:\n  - name: gang\n'

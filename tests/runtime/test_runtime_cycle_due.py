@@ -4,8 +4,8 @@ never make one due, and the refresh runs one regardless."""
 
 from __future__ import annotations
 
-from daemon.runtime.live_loop import IDLE_REFRESH_S, CycleDue
-from store.events import ClockAdvanced, CycleClosed, CycleOpened, PodUpserted
+from fumarole.daemon.runtime.live_loop import IDLE_REFRESH_S, CycleDue
+from fumarole.store.events import ClockAdvanced, CycleClosed, CycleOpened, PodUpserted
 
 
 def _pod(name: str) -> PodUpserted:

@@ -9,11 +9,11 @@ from typing import Any
 
 import anyio
 
-from daemon.runtime.dispatch import Dispatcher
-from daemon.runtime.writer import Writer
-from store.events import BindDecided, BindSucceeded, ClockAdvanced, CycleClosed, CycleOpened, Event
-from store.log import StoredEvent
-from store.memory import MemoryEventLog
+from fumarole.daemon.runtime.dispatch import Dispatcher
+from fumarole.daemon.runtime.writer import Writer
+from fumarole.store.events import BindDecided, BindSucceeded, ClockAdvanced, CycleClosed, CycleOpened, Event
+from fumarole.store.log import StoredEvent
+from fumarole.store.memory import MemoryEventLog
 
 
 class CountingLog(MemoryEventLog):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from daemon.runtime.fault_injection import CRASH_AFTER_COMMITS, DISPATCH_BATCH, FaultInjection
+from fumarole.daemon.runtime.fault_injection import CRASH_AFTER_COMMITS, DISPATCH_BATCH, FaultInjection
 
 
 def test_unset_or_empty_means_no_fault() -> None:

@@ -6,9 +6,9 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-from daemon.runtime import live_loop
-from daemon.runtime.live_loop import LiveService, run_live
-from daemon.runtime.service import Service
+from fumarole.daemon.runtime import live_loop
+from fumarole.daemon.runtime.live_loop import LiveService, run_live
+from fumarole.daemon.runtime.service import Service
 
 SOURCE = Path(live_loop.__file__).read_text()
 

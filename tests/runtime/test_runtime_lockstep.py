@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from daemon.runtime.lockstep import TRACKED_TYPES, LockstepTracker, Position, Step, next_idle
-from store.events import (
+from fumarole.daemon.runtime.lockstep import TRACKED_TYPES, LockstepTracker, Position, Step, next_idle
+from fumarole.store.events import (
     BindDecided,
     BindFailed,
     BindSucceeded,

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from daemon.runtime.settings import SettingsError, is_loopback, load_settings, split_listen
+from fumarole.daemon.runtime.settings import SettingsError, is_loopback, load_settings, split_listen
 
 
 def test_defaults_match_design() -> None:

@@ -5,8 +5,8 @@ real PostgreSQL server in tests/e2e/test_e2e_pg_faults.py and tests/e2e/test_e2e
 
 from __future__ import annotations
 
-from daemon.runtime.shared_log import refusal_in
-from store.log import FencedError, LogError
+from fumarole.daemon.runtime.shared_log import refusal_in
+from fumarole.store.log import FencedError, LogError
 
 REFUSED = FencedError("stale leader: an append of epoch 1 refused, the current epoch is 2")
 

@@ -6,7 +6,7 @@ import os
 import socket
 from pathlib import Path
 
-from daemon.runtime.systemd import Notifier
+from fumarole.daemon.runtime.systemd import Notifier
 
 
 def _receiver(path: Path) -> socket.socket:

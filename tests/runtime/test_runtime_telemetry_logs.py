@@ -11,8 +11,8 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from daemon.runtime.logs import configure_logging
-from daemon.runtime.telemetry import make_tracer_provider, trace_id_hex, tracing_choice
+from fumarole.daemon.runtime.logs import configure_logging
+from fumarole.daemon.runtime.telemetry import make_tracer_provider, trace_id_hex, tracing_choice
 
 
 def test_tracing_off_unless_configured() -> None:

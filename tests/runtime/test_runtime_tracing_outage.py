@@ -18,7 +18,7 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExportResult
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from daemon.runtime.telemetry import _SDK_LOGGERS, GuardedExporter, make_tracer_provider
+from fumarole.daemon.runtime.telemetry import _SDK_LOGGERS, GuardedExporter, make_tracer_provider
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "e2e"))
 from fumarole_e2e_kit import run_daemon, write_small_sim

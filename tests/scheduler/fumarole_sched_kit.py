@@ -13,16 +13,16 @@ from typing import Any
 
 import yaml
 
-from daemon.scheduler.framework import registry
-from daemon.scheduler.framework.conf import SchedulerConf, parse_conf
-from daemon.scheduler.framework.run import SessionResult, run_session
-from daemon.scheduler.framework.session import Session
-from daemon.scheduler.model.job import JobInfo
-from daemon.scheduler.model.node import NodeInfo
-from daemon.scheduler.model.queue import QueueInfo
-from daemon.scheduler.model.resources import Resource
-from daemon.scheduler.model.snapshot import ClusterSnapshot
-from daemon.scheduler.model.task import PodFacts, TaskInfo, TaskStatus
+from fumarole.daemon.scheduler.framework import registry
+from fumarole.daemon.scheduler.framework.conf import SchedulerConf, parse_conf
+from fumarole.daemon.scheduler.framework.run import SessionResult, run_session
+from fumarole.daemon.scheduler.framework.session import Session
+from fumarole.daemon.scheduler.model.job import JobInfo
+from fumarole.daemon.scheduler.model.node import NodeInfo
+from fumarole.daemon.scheduler.model.queue import QueueInfo
+from fumarole.daemon.scheduler.model.resources import Resource
+from fumarole.daemon.scheduler.model.snapshot import ClusterSnapshot
+from fumarole.daemon.scheduler.model.task import PodFacts, TaskInfo, TaskStatus
 
 GI = 1024**3
 

@@ -19,17 +19,17 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from daemon.manifests import build_snapshot
-from daemon.scheduler.framework.apply import apply_result
-from daemon.scheduler.framework.close import update_job_statuses
-from daemon.scheduler.framework.conf import parse_conf
-from daemon.scheduler.framework.explain import pending_reasons
-from daemon.scheduler.framework.run import SessionResult, run_session
-from daemon.scheduler.model.fingerprint import SnapshotChangedError, fingerprint, first_difference
-from daemon.scheduler.model.job import JobInfo
-from daemon.scheduler.model.snapshot import ClusterSnapshot
-from daemon.scheduler.model.task import TaskStatus
-from daemon.scheduler.plugins.deviceshare_gpushare import GPU_MEMORY, GPU_NUMBER
+from fumarole.daemon.manifests import build_snapshot
+from fumarole.daemon.scheduler.framework.apply import apply_result
+from fumarole.daemon.scheduler.framework.close import update_job_statuses
+from fumarole.daemon.scheduler.framework.conf import parse_conf
+from fumarole.daemon.scheduler.framework.explain import pending_reasons
+from fumarole.daemon.scheduler.framework.run import SessionResult, run_session
+from fumarole.daemon.scheduler.model.fingerprint import SnapshotChangedError, fingerprint, first_difference
+from fumarole.daemon.scheduler.model.job import JobInfo
+from fumarole.daemon.scheduler.model.snapshot import ClusterSnapshot
+from fumarole.daemon.scheduler.model.task import TaskStatus
+from fumarole.daemon.scheduler.plugins.deviceshare_gpushare import GPU_MEMORY, GPU_NUMBER
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from fumarole_sched_kit import first_fit, open_session, priority_class_manifests, queue_manifest, run_actions

@@ -10,13 +10,13 @@ from typing import Any
 
 import pytest
 
-from daemon.manifests import ManifestError, build_snapshot
-from daemon.scheduler.framework.conf import parse_conf
-from daemon.scheduler.framework.run import run_session
-from daemon.scheduler.framework.session import Session
-from daemon.scheduler.framework.topology import session_topology
-from daemon.scheduler.model.hypernode import CLUSTER_TOP, MODE_HARD, NetworkTopology, build_topology
-from daemon.scheduler.model.snapshot import ClusterSnapshot
+from fumarole.daemon.manifests import ManifestError, build_snapshot
+from fumarole.daemon.scheduler.framework.conf import parse_conf
+from fumarole.daemon.scheduler.framework.run import run_session
+from fumarole.daemon.scheduler.framework.session import Session
+from fumarole.daemon.scheduler.framework.topology import session_topology
+from fumarole.daemon.scheduler.model.hypernode import CLUSTER_TOP, MODE_HARD, NetworkTopology, build_topology
+from fumarole.daemon.scheduler.model.snapshot import ClusterSnapshot
 
 CONF = """
 actions: "enqueue, allocate"

@@ -21,12 +21,12 @@ from hypothesis import strategies as st
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from fumarole_sched_kit import first_fit, priority_class_manifests, queue_manifest
 
-from daemon.manifests import build_snapshot
-from daemon.scheduler.framework.apply import apply_result
-from daemon.scheduler.framework.conf import parse_conf
-from daemon.scheduler.framework.run import run_session
-from daemon.scheduler.model.snapshot import ClusterSnapshot
-from daemon.scheduler.model.task import TaskStatus
+from fumarole.daemon.manifests import build_snapshot
+from fumarole.daemon.scheduler.framework.apply import apply_result
+from fumarole.daemon.scheduler.framework.conf import parse_conf
+from fumarole.daemon.scheduler.framework.run import run_session
+from fumarole.daemon.scheduler.model.snapshot import ClusterSnapshot
+from fumarole.daemon.scheduler.model.task import TaskStatus
 
 CONFS = {
     "default": """

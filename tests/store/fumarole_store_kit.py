@@ -9,7 +9,7 @@ from typing import Any
 
 import msgspec
 
-from store.events import (
+from fumarole.store.events import (
     EVENT_TYPES,
     BindDecided,
     ClockAdvanced,
@@ -17,9 +17,9 @@ from store.events import (
     NodeUpserted,
     PodUpserted,
 )
-from store.memory import MemoryEventLog, _Row
-from store.postgres import PostgresEventLog
-from store.sqlite import SqliteEventLog
+from fumarole.store.memory import MemoryEventLog, _Row
+from fumarole.store.postgres import PostgresEventLog
+from fumarole.store.sqlite import SqliteEventLog
 
 BACKENDS = ["memory", "sqlite", "postgres"]
 

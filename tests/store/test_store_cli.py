@@ -15,10 +15,10 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from fumarole_store_kit import bind, clock, node
 
-from daemon.cli import main
-from store.codec import encode
-from store.migrate import load_migrations
-from store.sqlite import SqliteEventLog
+from fumarole.daemon.cli import main
+from fumarole.store.codec import encode
+from fumarole.store.migrate import load_migrations
+from fumarole.store.sqlite import SqliteEventLog
 
 
 def _fill(path: Path) -> None:

@@ -12,8 +12,8 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from fumarole_store_kit import ALL_SAMPLES, clock, node
 
-from store.codec import UPCASTERS, CodecError, current_version, decode, encode, event_row
-from store.events import (
+from fumarole.store.codec import UPCASTERS, CodecError, current_version, decode, encode, event_row
+from fumarole.store.events import (
     EVENT_TYPES,
     ClockAdvanced,
     NodeUpserted,

@@ -11,9 +11,9 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from fumarole_store_kit import ALL_SAMPLES, BACKENDS, bind, clock, inject_raw, node, open_backend, pod
 
-from store.codec import CodecError, encode
-from store.events import NodeUpserted
-from store.log import CorruptEventError, EventLog, LogClosedError, LogError, StoredEvent
+from fumarole.store.codec import CodecError, encode
+from fumarole.store.events import NodeUpserted
+from fumarole.store.log import CorruptEventError, EventLog, LogClosedError, LogError, StoredEvent
 
 
 @pytest.fixture(params=BACKENDS)

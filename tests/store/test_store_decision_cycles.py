@@ -5,11 +5,11 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
-from store.codec import event_row
-from store.events import BindDecided, CycleClosed, CycleOpened, Event, JobExplained, NodeUpserted
-from store.index import INSERT_INDEX, cycle_spans, decision_query, index_fields
-from store.migrate import load_migrations, migrate
-from store.sqlite import SqliteEventLog
+from fumarole.store.codec import event_row
+from fumarole.store.events import BindDecided, CycleClosed, CycleOpened, Event, JobExplained, NodeUpserted
+from fumarole.store.index import INSERT_INDEX, cycle_spans, decision_query, index_fields
+from fumarole.store.migrate import load_migrations, migrate
+from fumarole.store.sqlite import SqliteEventLog
 
 
 def _bind(cycle: int, i: int) -> BindDecided:

@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from store.lock import LogLockedError, WriterLock, check_unlocked, lock_path
+from fumarole.store.lock import LogLockedError, WriterLock, check_unlocked, lock_path
 
 _HOLD = """
 import sys, time
-from store.lock import WriterLock
+from fumarole.store.lock import WriterLock
 lock = WriterLock.acquire(sys.argv[1])
 print("held", flush=True)
 time.sleep(600)

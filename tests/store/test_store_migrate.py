@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from store.migrate import (
+from fumarole.store.migrate import (
     Migration,
     MigrationError,
     SchemaTooNewError,
@@ -164,6 +164,9 @@ def test_migrations_are_found_in_a_built_package_outside_the_checkout(tmp_path):
     shutil.copytree(
         REPO / "store", src / "store", symlinks=True, ignore=shutil.ignore_patterns("__pycache__")
     )
+    (src / "fumarole").mkdir()
+    shutil.copy(REPO / "fumarole" / "__init__.py", src / "fumarole" / "__init__.py")
+    (src / "fumarole" / "store").symlink_to("../store")
     out = tmp_path / "build-lib"
     r = subprocess.run(
         [
@@ -181,12 +184,12 @@ def test_migrations_are_found_in_a_built_package_outside_the_checkout(tmp_path):
         timeout=120,
     )
     assert r.returncode == 0, r.stderr
-    shipped = out / "store" / "migrations"
+    shipped = out / "fumarole" / "store" / "migrations"
     assert shipped.is_dir() and not shipped.is_symlink()
     for p in (REPO / "migrations").glob("*.sql"):
         assert (shipped / p.name).read_text() == p.read_text()
     probe = (
-        "import store, store.migrate as m, sys; "
+        "import fumarole.store as store, fumarole.store.migrate as m, sys; "
         "d = m.migrations_dir(); "
         "assert str(d).startswith(sys.argv[1]), (d, store.__file__); "
         "print(m.migrate(sys.argv[2]))"

@@ -15,8 +15,8 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from fumarole_store_kit import new_pg_dsn, run_pg
 
-from daemon.cli import main
-from store.postgres import PostgresEventLog
+from fumarole.daemon.cli import main
+from fumarole.store.postgres import PostgresEventLog
 
 FUMAROLE = shutil.which("fumarole") or str(Path(sys.executable).parent / "fumarole")
 

@@ -19,11 +19,11 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from fumarole_store_kit import clock, new_pg_dsn, run_pg
 
-from daemon.cli import main
-from store.log import LogError
-from store.pg_sync import PgSyncConnection
-from store.pg_url import redact_dsn
-from store.postgres import PostgresEventLog
+from fumarole.daemon.cli import main
+from fumarole.store.log import LogError
+from fumarole.store.pg_sync import PgSyncConnection
+from fumarole.store.pg_url import redact_dsn
+from fumarole.store.postgres import PostgresEventLog
 
 
 @pytest.fixture
@@ -63,8 +63,8 @@ async def test_an_append_whose_commit_went_unanswered_is_written_exactly_once(ds
 
 
 async def test_an_unanswered_commit_of_a_fenced_leader_is_refused_when_not_written(dsn, monkeypatch):
-    from store.log import FencedError
-    from store.pg_leadership import Leadership
+    from fumarole.store.log import FencedError
+    from fumarole.store.pg_leadership import Leadership
 
     async with await PostgresEventLog.open(dsn) as a, await PostgresEventLog.open(dsn) as b:
         assert await Leadership(a, "a", 1).acquire() == 1

@@ -13,12 +13,12 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from fumarole_store_kit import bind, clock, new_pg_dsn, node, run_pg
 
-from store.log import FencedError
-from store.migrate import MigrationError, SchemaTooNewError, load_migrations
-from store.pg_leadership import Leadership, leader_terms, lease_state
-from store.pg_schema import pg_migrations
-from store.postgres import PostgresEventLog, is_postgres_url, redact_dsn
-from store.sqlite import SqliteEventLog
+from fumarole.store.log import FencedError
+from fumarole.store.migrate import MigrationError, SchemaTooNewError, load_migrations
+from fumarole.store.pg_leadership import Leadership, leader_terms, lease_state
+from fumarole.store.pg_schema import pg_migrations
+from fumarole.store.postgres import PostgresEventLog, is_postgres_url, redact_dsn
+from fumarole.store.sqlite import SqliteEventLog
 
 
 @pytest.fixture

@@ -13,9 +13,9 @@ from hypothesis import strategies as st
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from fumarole_store_kit import clock, new_pg_dsn
 
-from store.memory import MemoryEventLog
-from store.postgres import PostgresEventLog
-from store.sqlite import SqliteEventLog
+from fumarole.store.memory import MemoryEventLog
+from fumarole.store.postgres import PostgresEventLog
+from fumarole.store.sqlite import SqliteEventLog
 
 keys = st.one_of(st.none(), st.sampled_from(["a", "b", "c", "d", "e", "f"]))
 batch = st.lists(st.tuples(st.integers(0, 50), keys), max_size=6)

@@ -13,9 +13,9 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from fumarole_store_kit import bind, clock, node
 
-from store.log import LogError
-from store.migrate import MigrationError, SchemaTooNewError
-from store.sqlite import SqliteEventLog, _Request
+from fumarole.store.log import LogError
+from fumarole.store.migrate import MigrationError, SchemaTooNewError
+from fumarole.store.sqlite import SqliteEventLog, _Request
 
 
 @pytest.fixture
@@ -260,8 +260,8 @@ async def test_each_group_is_one_begin_immediate_commit_transaction(db):
     "types", [None, ["decision.bind"], ["decision.bind", "decision.evict", "cycle.opened"]]
 )
 def test_page_queries_use_an_index_in_seq_order(tmp_path, types):
-    from store.migrate import migrate
-    from store.sqlite import _select_sql
+    from fumarole.store.migrate import migrate
+    from fumarole.store.sqlite import _select_sql
 
     path = tmp_path / "e.db"
     migrate(str(path))

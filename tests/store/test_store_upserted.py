@@ -4,7 +4,13 @@ from __future__ import annotations
 
 import pytest
 
-from store.events import UPSERT_KINDS, NodeUpserted, PodDisruptionBudgetUpserted, PodUpserted, upserted
+from fumarole.store.events import (
+    UPSERT_KINDS,
+    NodeUpserted,
+    PodDisruptionBudgetUpserted,
+    PodUpserted,
+    upserted,
+)
 
 
 def test_kinds_map_to_their_events() -> None:

@@ -18,23 +18,23 @@ import numpy as np
 import pytest
 from fumarole_study_kit import write_trace
 
-from daemon.cli.main import main
-from daemon.scheduler.framework import combinators as cb
-from daemon.scheduler.framework import registry
-from daemon.scheduler.framework.conf import parse_conf
-from daemon.scheduler.framework.session import Session
-from daemon.scheduler.model.fit import Code, FitError, fit_error
-from daemon.scheduler.model.node import NodeInfo
-from daemon.scheduler.model.task import TaskInfo
-from daemon.scheduler.plugins.deviceshare import NAME as DEVICESHARE
-from daemon.scheduler.plugins.deviceshare import DeviceSharePlugin, Pool
-from daemon.scheduler.plugins.fgd import NAME as FGD
-from daemon.scheduler.plugins.fgd import FgdPlugin, task_gpu
-from daemon.study.confs import PRESETS, preset_text
-from daemon.study.core_engine import CoreCluster
-from daemon.study.inflation import typical_of
-from daemon.study.placement import Cluster, Placement
-from daemon.study.trace import TraceNode, TracePod
+from fumarole.daemon.cli.main import main
+from fumarole.daemon.scheduler.framework import combinators as cb
+from fumarole.daemon.scheduler.framework import registry
+from fumarole.daemon.scheduler.framework.conf import parse_conf
+from fumarole.daemon.scheduler.framework.session import Session
+from fumarole.daemon.scheduler.model.fit import Code, FitError, fit_error
+from fumarole.daemon.scheduler.model.node import NodeInfo
+from fumarole.daemon.scheduler.model.task import TaskInfo
+from fumarole.daemon.scheduler.plugins.deviceshare import NAME as DEVICESHARE
+from fumarole.daemon.scheduler.plugins.deviceshare import DeviceSharePlugin, Pool
+from fumarole.daemon.scheduler.plugins.fgd import NAME as FGD
+from fumarole.daemon.scheduler.plugins.fgd import FgdPlugin, task_gpu
+from fumarole.daemon.study.confs import PRESETS, preset_text
+from fumarole.daemon.study.core_engine import CoreCluster
+from fumarole.daemon.study.inflation import typical_of
+from fumarole.daemon.study.placement import Cluster, Placement
+from fumarole.daemon.study.trace import TraceNode, TracePod
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -183,7 +183,7 @@ def events(db: Path) -> list[dict[str, Any]]:
     import sys
 
     out = subprocess.run(
-        [sys.executable, "-m", "daemon.cli", "events", "--db", str(db)],
+        [sys.executable, "-m", "fumarole.daemon.cli", "events", "--db", str(db)],
         capture_output=True,
         text=True,
         check=True,

@@ -10,12 +10,12 @@ from pathlib import Path
 
 import pytest
 
-from daemon.scheduler.framework.conf import parse_conf
-from daemon.scheduler.plugins.deviceshare_kept import KEY
-from daemon.study.confs import PERCENTAGE_NODES_TO_FIND, PRESETS, preset_text
-from daemon.study.core_engine import CoreCluster
-from daemon.study.runs import Engine, timeline_log
-from daemon.study.trace import TraceNode, TracePod, read_nodes, read_pods
+from fumarole.daemon.scheduler.framework.conf import parse_conf
+from fumarole.daemon.scheduler.plugins.deviceshare_kept import KEY
+from fumarole.daemon.study.confs import PERCENTAGE_NODES_TO_FIND, PRESETS, preset_text
+from fumarole.daemon.study.core_engine import CoreCluster
+from fumarole.daemon.study.runs import Engine, timeline_log
+from fumarole.daemon.study.trace import TraceNode, TracePod, read_nodes, read_pods
 
 ROOT = Path(__file__).resolve().parents[2]
 TRACE = ROOT.parent / "shared/traces/alibaba-gpu-v2023"

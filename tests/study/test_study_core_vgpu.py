@@ -8,11 +8,11 @@ from pathlib import Path
 
 from fumarole_study_kit import write_trace
 
-from daemon.adapters.simulator import Simulator
-from daemon.adapters.simulator.alibaba import convert_alibaba
-from daemon.adapters.simulator.driver import Driver
-from daemon.scheduler.framework.conf import parse_conf
-from store.events import BindDecided
+from fumarole.daemon.adapters.simulator import Simulator
+from fumarole.daemon.adapters.simulator.alibaba import convert_alibaba
+from fumarole.daemon.adapters.simulator.driver import Driver
+from fumarole.daemon.scheduler.framework.conf import parse_conf
+from fumarole.store.events import BindDecided
 
 ROOT = Path(__file__).resolve().parents[2]
 # x (400 milli) arrives first; y (600) can take x's card on one node or an idle card on the other.

@@ -21,12 +21,12 @@ import random
 import pytest
 from test_study_core_engine import fast, one_session, random_trace
 
-from daemon.cli.study import _engine
-from daemon.scheduler.framework.conf import parse_conf
-from daemon.scheduler.plugins import fgd as fgd_plugin
-from daemon.scheduler.plugins.fgd import FgdPlugin
-from daemon.study.confs import PAPER_POLICIES, PRESETS, preset_text
-from daemon.study.trace import TraceNode, TracePod
+from fumarole.daemon.cli.study import _engine
+from fumarole.daemon.scheduler.framework.conf import parse_conf
+from fumarole.daemon.scheduler.plugins import fgd as fgd_plugin
+from fumarole.daemon.scheduler.plugins.fgd import FgdPlugin
+from fumarole.daemon.study.confs import PAPER_POLICIES, PRESETS, preset_text
+from fumarole.daemon.study.trace import TraceNode, TracePod
 
 
 def one_node_traces() -> list[tuple[list[TraceNode], list[TracePod]]]:

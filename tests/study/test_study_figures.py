@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 from fumarole_study_kit import write_trace
 
-from daemon.cli.main import main
-from daemon.study.figures import style
+from fumarole.daemon.cli.main import main
+from fumarole.daemon.study.figures import style
 
 PODS = "".join(
     f"p{i:03d},{2000 + 1000 * (i % 5)},4096,{g},{m},,{q},Running,{i * 30},{i * 30 + 400},{i * 30}\n"

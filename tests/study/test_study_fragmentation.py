@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from daemon.scheduler.plugins.fgd_fragmentation import (
+from fumarole.daemon.scheduler.plugins.fgd_fragmentation import (
     PodShape,
     TypicalWorkload,
     fragmentation_and_card_table,
@@ -17,8 +17,8 @@ from daemon.scheduler.plugins.fgd_fragmentation import (
     shared_card_states,
     typical_workload,
 )
-from daemon.study.placement import Cluster
-from daemon.study.trace import TraceNode, TracePod
+from fumarole.daemon.study.placement import Cluster
+from fumarole.daemon.study.trace import TraceNode, TracePod
 
 HALF = PodShape(1000, 1, 500)
 WHOLE = PodShape(1000, 1, 1000)
@@ -83,7 +83,7 @@ def test_fgd_fills_the_partly_used_card_binpack_and_spread_follow_volcano() -> N
 
 
 def test_inflation_workload_keeps_every_pod_and_draws_up_to_the_ratio() -> None:
-    from daemon.study.inflation import inflation_workload
+    from fumarole.daemon.study.inflation import inflation_workload
 
     pods = [_pod("a", 1, 1000), _pod("b", 1, 500), _pod("c", 0, 0)]
     w = inflation_workload(pods, gpu_capacity_milli=10_000, ratio=1.3, seed=7)

@@ -18,9 +18,9 @@ from pathlib import Path
 import pytest
 from fumarole_study_kit import NODE_HEADER, write_trace
 
-from daemon.cli.main import main
-from daemon.study.inflation import TUNE_UP, inflation_workload
-from daemon.study.trace import POD_DEFAULTS, TraceError, TracePod, read_pods
+from fumarole.daemon.cli.main import main
+from fumarole.daemon.study.inflation import TUNE_UP, inflation_workload
+from fumarole.daemon.study.trace import POD_DEFAULTS, TraceError, TracePod, read_pods
 
 NODES = "n0,32000,65536,4,T4\nn1,16000,65536,0,\n"
 FIVE = "name,cpu_milli,memory_mib,num_gpu,gpu_milli\n"
@@ -143,7 +143,7 @@ def test_each_seed_prints_its_own_time(
 ) -> None:
     """A clock that moves one second a reading: each seed's line says 1.0 s (the time since the
     first seed began would say 2.0, 3.0, 4.0)."""
-    import daemon.cli.study as study_cli
+    import fumarole.daemon.cli.study as study_cli
 
     ticks = iter(range(1000))
     monkeypatch.setattr(study_cli, "_clock", lambda: float(next(ticks)))

@@ -15,11 +15,11 @@ from statistics import mean
 
 import pytest
 
-from daemon.scheduler.framework.conf import parse_conf
-from daemon.study.confs import PAPER_POLICIES, PERCENTAGE_NODES_TO_FIND, SEEDED_TIES, preset_text
-from daemon.study.core_engine import CoreCluster
-from daemon.study.inflation import inflation_workload
-from daemon.study.trace import TraceNode, TracePod
+from fumarole.daemon.scheduler.framework.conf import parse_conf
+from fumarole.daemon.study.confs import PAPER_POLICIES, PERCENTAGE_NODES_TO_FIND, SEEDED_TIES, preset_text
+from fumarole.daemon.study.core_engine import CoreCluster
+from fumarole.daemon.study.inflation import inflation_workload
+from fumarole.daemon.study.trace import TraceNode, TracePod
 
 SEEDS = (42, 43, 44)
 
@@ -191,8 +191,8 @@ def test_baselines_honour_gpu_models() -> None:
 
 
 def test_fast_fgd_with_seeded_ties_is_order_free_too() -> None:
-    from daemon.study.inflation import typical_of
-    from daemon.study.placement import Cluster
+    from fumarole.daemon.study.inflation import typical_of
+    from fumarole.daemon.study.placement import Cluster
 
     nodes, pods = sample()
 

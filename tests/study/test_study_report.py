@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from fumarole_study_kit import write_trace
 
-from daemon.cli.main import main
+from fumarole.daemon.cli.main import main
 
 PODS = "".join(
     f"p{i:03d},{2000 + 1000 * (i % 5)},4096,{g},{m},,{q},Running,"
@@ -79,7 +79,7 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def events(db: Path) -> list[dict]:
     out = subprocess.run(
-        [sys.executable, "-m", "daemon.cli", "events", "--db", str(db)],
+        [sys.executable, "-m", "fumarole.daemon.cli", "events", "--db", str(db)],
         capture_output=True,
         text=True,
         check=True,
@@ -263,10 +263,10 @@ def test_report_of_a_daemon_run_counts_evictions_and_queue_shares(tmp_path: Path
     """The bundled sample under the real core (reclaim and preemption happen), its log in SQLite."""
     import anyio
 
-    from daemon.adapters.simulator import Simulator
-    from daemon.adapters.simulator.driver import Driver
-    from daemon.scheduler.framework.conf import parse_conf
-    from store.sqlite import SqliteEventLog
+    from fumarole.daemon.adapters.simulator import Simulator
+    from fumarole.daemon.adapters.simulator.driver import Driver
+    from fumarole.daemon.scheduler.framework.conf import parse_conf
+    from fumarole.store.sqlite import SqliteEventLog
 
     d = Driver(Simulator.bundled(), parse_conf(RECLAIM_PREEMPT_CONF))
     d.run(max_cycles=5000)

@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 from fumarole_study_kit import NODE_HEADER, POD_HEADER
 
-from daemon.cli.main import main
-from daemon.study.sweep import COLUMNS, ROWS_FILE, Experiment, run_experiment
+from fumarole.daemon.cli.main import main
+from fumarole.daemon.study.sweep import COLUMNS, ROWS_FILE, Experiment, run_experiment
 
 distributed = pytest.importorskip("distributed")
 

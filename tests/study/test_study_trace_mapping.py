@@ -8,9 +8,9 @@ import pytest
 import yaml
 from fumarole_study_kit import write_trace
 
-from daemon.adapters.simulator import Simulator
-from daemon.adapters.simulator.alibaba import convert_alibaba, main
-from daemon.study.trace import TraceError
+from fumarole.daemon.adapters.simulator import Simulator
+from fumarole.daemon.adapters.simulator.alibaba import convert_alibaba, main
+from fumarole.daemon.study.trace import TraceError
 
 ROWS = (
     "p-share,4000,8192,1,460,,BE,Running,100,400,110\n"

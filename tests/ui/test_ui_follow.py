@@ -13,8 +13,8 @@ import pytest
 from fumarole_api_kit import start_serve, stop, write_history
 from ui_kit import PageWatch, browser, require_chromium
 
-from store.events import CycleClosed, CycleOpened, upserted
-from store.sqlite import SqliteEventLog
+from fumarole.store.events import CycleClosed, CycleOpened, upserted
+from fumarole.store.sqlite import SqliteEventLog
 
 
 @pytest.fixture(scope="module")

@@ -14,8 +14,8 @@ from pathlib import Path
 from fumarole_api_kit import start_serve, stop, write_history
 from ui_kit import PageWatch, browser, live_request, read_hello, require_chromium
 
-from store.events import CycleClosed, CycleOpened
-from store.sqlite import SqliteEventLog
+from fumarole.store.events import CycleClosed, CycleOpened
+from fumarole.store.sqlite import SqliteEventLog
 
 READ_TOKEN = "dashboard-read-token-0123456789"
 

@@ -156,7 +156,7 @@ class Live:
         self.db, self.base, self.cycle = db, base, last_cycle
 
     def append(self, events: list[Any]) -> None:
-        from store.sqlite import SqliteEventLog
+        from fumarole.store.sqlite import SqliteEventLog
 
         async def go() -> None:
             log = await SqliteEventLog.open(str(self.db))
@@ -169,7 +169,7 @@ class Live:
 
     def cycles(self, n: int, *, extra: list[Any] | None = None, gap: float = 0.25) -> None:
         """Append `n` closed cycles, `gap` seconds apart (`extra` events before the first)."""
-        from store.events import CycleClosed, CycleOpened
+        from fumarole.store.events import CycleClosed, CycleOpened
 
         for i in range(n):
             self.cycle += 1
@@ -258,7 +258,7 @@ def test_cycles_page_adds_cycles_without_redrawing(live: Live, chromium: Any) ->
 
 
 def test_live_refresh_keeps_options_focus_and_what_is_open(live: Live, chromium: Any) -> None:
-    from store.events import upserted
+    from fumarole.store.events import upserted
 
     w = PageWatch(chromium)
     page = w.open(live.base + "/ui/jobs")
@@ -436,8 +436,8 @@ def test_namespace_filter_view_and_links(settled: Daemon, chromium: Any) -> None
 
 def test_timeline_groups_repeated_steps(tmp_path: Path, chromium: Any) -> None:
     """A task pipelined onto the same node in six consecutive cycles is one timeline row: × 6, 4–9."""
-    from store.events import CycleClosed, CycleOpened, PipelineDecided
-    from store.sqlite import SqliteEventLog
+    from fumarole.store.events import CycleClosed, CycleOpened, PipelineDecided
+    from fumarole.store.sqlite import SqliteEventLog
 
     db = tmp_path / "log.db"
     _in_thread(write_history(str(db), cycles=3))
@@ -571,7 +571,7 @@ def test_error_pages_recover_and_stale_data_is_marked(settled: Daemon, chromium:
 
 
 def test_an_empty_log_says_so(tmp_path: Path, chromium: Any) -> None:
-    from store.sqlite import SqliteEventLog
+    from fumarole.store.sqlite import SqliteEventLog
 
     async def make() -> None:
         log = await SqliteEventLog.open(str(tmp_path / "empty.db"))

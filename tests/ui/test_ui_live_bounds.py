@@ -15,8 +15,8 @@ import pytest
 from fumarole_api_kit import fresh_copy, history_fixture, live_copy, start_serve, stop
 from ui_kit import live_request, read_hello
 
-from api.app import build_app
-from api.ui import FEED_KEY
+from fumarole.api.app import build_app
+from fumarole.api.ui import FEED_KEY
 
 history = history_fixture("ui-live-bounds", cycles=2)
 

@@ -17,7 +17,7 @@ from fumarole_api_kit import start_serve, stop
 from fumarole_e2e_kit import _node, _queue
 from ui_kit import PageWatch, browser, require_chromium
 
-from store.events import (
+from fumarole.store.events import (
     CycleClosed,
     CycleOpened,
     JobExplained,
@@ -26,7 +26,7 @@ from store.events import (
     QueueFiguresRecorded,
     upserted,
 )
-from store.sqlite import SqliteEventLog
+from fumarole.store.sqlite import SqliteEventLog
 
 
 def _objects() -> list[dict[str, Any]]:

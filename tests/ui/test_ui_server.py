@@ -14,10 +14,10 @@ import msgspec
 import pytest
 from fumarole_api_kit import FUMAROLE, LiveFixture, child_env, fresh_copy, history_fixture, live_copy
 
-from api.app import build_app
-from api.ui import FEED_KEY
-from api.ui.live import Subscription, sse_message
-from store.events import CycleClosed, CycleOpened
+from fumarole.api.app import build_app
+from fumarole.api.ui import FEED_KEY
+from fumarole.api.ui.live import Subscription, sse_message
+from fumarole.store.events import CycleClosed, CycleOpened
 
 JAEGER = "https://jaeger.example/base"
 
@@ -212,9 +212,9 @@ def _gpu_objects() -> list[dict[str, Any]]:
 
 
 def test_nodes_show_their_gpu_cards() -> None:
-    from daemon.cache import Projection
-    from daemon.runtime.api_view import StateReader
-    from store.events import upserted
+    from fumarole.daemon.cache import Projection
+    from fumarole.daemon.runtime.api_view import StateReader
+    from fumarole.store.events import upserted
 
     p = Projection()
     for seq, m in enumerate(_gpu_objects(), start=1):
@@ -233,11 +233,11 @@ def test_the_wheel_ships_every_asset() -> None:
     import tomllib
     from pathlib import PurePosixPath
 
-    from api.ui import ASSETS
+    from fumarole.api.ui import ASSETS
 
     root = ASSETS.parents[1]  # the api package
     conf = tomllib.loads((root.parent / "pyproject.toml").read_text())
-    patterns = conf["tool"]["setuptools"]["package-data"]["api"]
+    patterns = conf["tool"]["setuptools"]["package-data"]["fumarole.api"]
     files = [PurePosixPath(p.relative_to(root).as_posix()) for p in ASSETS.rglob("*") if p.is_file()]
     assert len(files) >= 10
     missing = [

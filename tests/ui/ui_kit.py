@@ -206,9 +206,9 @@ def drain(proc: subprocess.Popen[str], lines: list[str]) -> threading.Thread:
 def write_scale_log(path: Path, *, nodes: int, jobs: int) -> None:
     """A log of `nodes` nodes (8-64 cpu) and `jobs` one-pod jobs in 8 queues (under two parents), most of
     them running on a node (so utilisation varies), the rest pending: what `fumarole serve` then shows."""
-    from daemon.manifests import expand_job
-    from store.events import upserted
-    from store.sqlite import SqliteEventLog
+    from fumarole.daemon.manifests import expand_job
+    from fumarole.store.events import upserted
+    from fumarole.store.sqlite import SqliteEventLog
 
     pcs = [("scale", 0, _pc("low", 10))]
     objs: list[dict[str, Any]] = [

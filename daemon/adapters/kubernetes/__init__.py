@@ -28,8 +28,8 @@ from typing import Any
 
 import anyio
 
-from daemon.adapters.base import Submit
-from daemon.adapters.kubernetes.client import (
+from fumarole.daemon.adapters.base import Submit
+from fumarole.daemon.adapters.kubernetes.client import (
     REQUIRED_PERMISSIONS,
     KubeApi,
     KubeSetupError,
@@ -37,14 +37,14 @@ from daemon.adapters.kubernetes.client import (
     Permission,
     message_of,
 )
-from daemon.adapters.kubernetes.flow import AdaptiveLimit
-from daemon.adapters.kubernetes.identity import ClaimedIdentity, claim_identity, random_identity
-from daemon.adapters.kubernetes.leader import LeaseElector
-from daemon.adapters.kubernetes.metrics import MetricsSettings, PrometheusSource
-from daemon.adapters.kubernetes.sink import KubeSink
-from daemon.adapters.kubernetes.source import KubeSource
-from store.events import BindDecided, EvictDecided, ObservedEvent, OutcomeEvent
-from store.events.base import EventBase
+from fumarole.daemon.adapters.kubernetes.flow import AdaptiveLimit
+from fumarole.daemon.adapters.kubernetes.identity import ClaimedIdentity, claim_identity, random_identity
+from fumarole.daemon.adapters.kubernetes.leader import LeaseElector
+from fumarole.daemon.adapters.kubernetes.metrics import MetricsSettings, PrometheusSource
+from fumarole.daemon.adapters.kubernetes.sink import KubeSink
+from fumarole.daemon.adapters.kubernetes.source import KubeSource
+from fumarole.store.events import BindDecided, EvictDecided, ObservedEvent, OutcomeEvent
+from fumarole.store.events.base import EventBase
 
 log = logging.getLogger("fumarole.kubernetes")
 

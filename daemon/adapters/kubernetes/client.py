@@ -44,7 +44,7 @@ import aiohttp
 import msgspec
 import yarl
 
-from daemon.adapters.kubernetes.credentials import (
+from fumarole.daemon.adapters.kubernetes.credentials import (
     Credentials,
     LoaderCredentials,
     StaticCredentials,

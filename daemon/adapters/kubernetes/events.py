@@ -66,7 +66,7 @@ from typing import Any, Generic, Literal, TypeVar
 import aiohttp
 import anyio
 
-from daemon.adapters.kubernetes.client import KubeTransientError, message_of
+from fumarole.daemon.adapters.kubernetes.client import KubeTransientError, message_of
 
 log = logging.getLogger("fumarole.kubernetes.events")
 

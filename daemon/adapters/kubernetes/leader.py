@@ -31,7 +31,7 @@ from typing import Any
 
 import anyio
 
-from daemon.adapters.kubernetes.client import KubeApi, KubeTransientError, message_of
+from fumarole.daemon.adapters.kubernetes.client import KubeApi, KubeTransientError, message_of
 
 log = logging.getLogger("fumarole.kubernetes.leader")
 

@@ -35,9 +35,9 @@ from typing import Any
 
 import aiohttp
 
-from daemon.scheduler.model.node_usage import NODE_METRICS_PERIOD
-from daemon.scheduler.plugins.sla import NANOS_PER_SECOND, GoDurationError, parse_go_duration
-from store.events import NodeUsageObserved, ObservedEvent
+from fumarole.daemon.scheduler.model.node_usage import NODE_METRICS_PERIOD
+from fumarole.daemon.scheduler.plugins.sla import NANOS_PER_SECOND, GoDurationError, parse_go_duration
+from fumarole.store.events import NodeUsageObserved, ObservedEvent
 
 __all__ = [
     "DEFAULT_INTERVAL_S",

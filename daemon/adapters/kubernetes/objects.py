@@ -25,8 +25,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from daemon.manifests.redaction import redact_pod
-from store.events import (
+from fumarole.daemon.manifests.redaction import redact_pod
+from fumarole.store.events import (
     HyperNodeDeleted,
     NamespaceDeleted,
     NodeDeleted,

@@ -72,9 +72,14 @@ from typing import Any
 
 import anyio
 
-from daemon.adapters.kubernetes.client import TRANSIENT_CODES, KubeApi, KubeTransientError, message_of
-from daemon.adapters.kubernetes.events import EventRecorder, ObjectRef
-from daemon.adapters.kubernetes.flow import (
+from fumarole.daemon.adapters.kubernetes.client import (
+    TRANSIENT_CODES,
+    KubeApi,
+    KubeTransientError,
+    message_of,
+)
+from fumarole.daemon.adapters.kubernetes.events import EventRecorder, ObjectRef
+from fumarole.daemon.adapters.kubernetes.flow import (
     LANE_CONDITIONS,
     LANE_DECISIONS,
     LANE_EVENTS,
@@ -82,14 +87,14 @@ from daemon.adapters.kubernetes.flow import (
     AdaptiveLimit,
     PrioritySlots,
 )
-from daemon.adapters.kubernetes.status_writes import (
+from fumarole.daemon.adapters.kubernetes.status_writes import (
     PODGROUP_STATUS_FIELDS,
     podgroup_status_body,
     podgroup_status_equal,
     queue_status_bodies,
     queue_status_equal,
 )
-from store.events import (
+from fumarole.store.events import (
     BindDecided,
     BindFailed,
     BindSucceeded,
@@ -108,7 +113,7 @@ from store.events import (
     QueueFiguresRecorded,
     QueueUpserted,
 )
-from store.events.base import EventBase
+from fumarole.store.events.base import EventBase
 
 log = logging.getLogger("fumarole.kubernetes.sink")
 

@@ -38,10 +38,20 @@ import aiohttp
 import anyio
 import msgspec
 
-from daemon.adapters.base import RESYNC_KINDS, Submit
-from daemon.adapters.kubernetes.client import TRANSIENT_CODES, KubeApi, KubeTransientError, message_of
-from daemon.adapters.kubernetes.listing import PAGE_SIZE, ListFailed, decode_watch_frame, list_collection
-from daemon.adapters.kubernetes.objects import (
+from fumarole.daemon.adapters.base import RESYNC_KINDS, Submit
+from fumarole.daemon.adapters.kubernetes.client import (
+    TRANSIENT_CODES,
+    KubeApi,
+    KubeTransientError,
+    message_of,
+)
+from fumarole.daemon.adapters.kubernetes.listing import (
+    PAGE_SIZE,
+    ListFailed,
+    decode_watch_frame,
+    list_collection,
+)
+from fumarole.daemon.adapters.kubernetes.objects import (
     _DELETED,
     KINDS,
     Kind,
@@ -53,8 +63,8 @@ from daemon.adapters.kubernetes.objects import (
     upsert_event,
     version_of,
 )
-from store.events import ObservedEvent, ResyncCompleted, ResyncStarted
-from store.events.base import EventBase
+from fumarole.store.events import ObservedEvent, ResyncCompleted, ResyncStarted
+from fumarole.store.events.base import EventBase
 
 log = logging.getLogger("fumarole.kubernetes.source")
 

@@ -49,8 +49,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from daemon.scheduler.model.quantity import QuantityError, parse_quantity
-from store.events import PodGroupStatusChanged, QueueFiguresRecorded
+from fumarole.daemon.scheduler.model.quantity import QuantityError, parse_quantity
+from fumarole.store.events import PodGroupStatusChanged, QueueFiguresRecorded
 
 __all__ = [
     "PODGROUP_STATUS_FIELDS",

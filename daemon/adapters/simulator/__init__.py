@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from daemon.adapters.simulator.engine import SOURCE_NAME, SimStats, Simulator
-from daemon.adapters.simulator.workload import (
+from fumarole.daemon.adapters.simulator.engine import SOURCE_NAME, SimStats, Simulator
+from fumarole.daemon.adapters.simulator.workload import (
     DURATION_KEY,
     SUBMIT_AT_KEY,
     Submission,

@@ -3,11 +3,11 @@
 `convert_alibaba(trace, out_path, limit=None, seed=...)` reads a pod list (`openb_pod_list_*.csv`
 or any file with its columns; a folder means its default list) and `openb_node_list_all_node.csv`
 and writes a workload file (one single-pod Volcano Job per trace pod: every pod unless `limit`)
-and, when asked, a cluster file. Command line: `python -m daemon.adapters.simulator.alibaba TRACE
+and, when asked, a cluster file. Command line: `python -m fumarole.daemon.adapters.simulator.alibaba TRACE
 OUT.yaml [--limit N] [--seed S] [--cluster-out CLUSTER.yaml] [--nodes N] [--max-duration 2h]`.
 
 The object mapping (GPUs as deviceshare vGPU resources, gpu_spec as node affinity, QoS as queues
-and priority classes) is `daemon.study.manifests`; documented in docs/studies.md. Here:
+and priority classes) is `fumarole.daemon.study.manifests`; documented in docs/studies.md. Here:
 * `limit` pods: a window of consecutive pods (by creation time) starting at a seeded random
   position (all pods, from the first, when no limit); submit-at = creation_time - the window's first;
 * duration = deletion_time - scheduled_time (deletion_time - creation_time for pods never
@@ -27,8 +27,8 @@ from typing import Any
 
 import yaml
 
-from daemon.adapters.simulator.workload import format_duration, parse_duration
-from daemon.study.manifests import (
+from fumarole.daemon.adapters.simulator.workload import format_duration, parse_duration
+from fumarole.daemon.study.manifests import (
     NAMESPACE,
     QOS_CLASSES,
     QOS_KEY,
@@ -37,7 +37,7 @@ from daemon.study.manifests import (
     pod_affinity,
     pod_container,
 )
-from daemon.study.trace import TraceError, TracePod, pod_file, read_nodes, read_pods
+from fumarole.daemon.study.trace import TraceError, TracePod, pod_file, read_nodes, read_pods
 
 __all__ = ["QOS_CLASSES", "TraceError", "convert_alibaba", "main"]
 
@@ -140,7 +140,7 @@ def convert_alibaba(
 
 def main(argv: Sequence[str] | None = None) -> int:
     p = argparse.ArgumentParser(
-        prog="python -m daemon.adapters.simulator.alibaba",
+        prog="python -m fumarole.daemon.adapters.simulator.alibaba",
         description="Convert the Alibaba GPU trace v2023 into a Fumarole simulator workload.",
     )
     p.add_argument("trace_dir")

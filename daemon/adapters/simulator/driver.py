@@ -1,8 +1,8 @@
 """A synchronous, in-memory stand-in for the runtime: drive a Simulator with the daemon's own cycle.
 
 Each step is what the daemon does per schedule period, minus the database: freeze the
-projection (`daemon.cache.Projection`, folded from every event appended so far), run
-`daemon.runtime.cycle.decide` (the same function the session loop and replay call), append
+projection (`fumarole.daemon.cache.Projection`, folded from every event appended so far), run
+`fumarole.daemon.runtime.cycle.decide` (the same function the session loop and replay call), append
 its events as one batch, hand each bind and eviction to the simulator's sink in log order
 (appending outcome + facts as one batch), then advance the virtual clock (idle when the cycle
 changed nothing).  `Driver.log` holds every event a daemon would append, in log order
@@ -17,11 +17,11 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass, field
 
-from daemon.adapters.simulator.engine import Simulator
-from daemon.cache import Projection
-from daemon.runtime.cycle import CycleDecisions, decide
-from daemon.scheduler.framework.conf import SchedulerConf
-from store.events import (
+from fumarole.daemon.adapters.simulator.engine import Simulator
+from fumarole.daemon.cache import Projection
+from fumarole.daemon.runtime.cycle import CycleDecisions, decide
+from fumarole.daemon.scheduler.framework.conf import SchedulerConf
+from fumarole.store.events import (
     DECISIONS,
     BindDecided,
     BindFailed,
@@ -35,7 +35,7 @@ from store.events import (
     PodGroupStatusChanged,
     PodUpserted,
 )
-from store.events.base import EventBase
+from fumarole.store.events.base import EventBase
 
 _OUTCOMES = (BindSucceeded, BindFailed, EvictSucceeded, EvictFailed)
 

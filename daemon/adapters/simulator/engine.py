@@ -17,7 +17,7 @@ from typing import Any
 
 import msgspec
 
-from daemon.adapters.simulator.workload import (
+from fumarole.daemon.adapters.simulator.workload import (
     DURATION_KEY,
     GROUP_NAME_KEY,
     INCARNATION_KEY,
@@ -29,10 +29,10 @@ from daemon.adapters.simulator.workload import (
     parse_duration,
     validate_cluster,
 )
-from daemon.manifests import build_snapshot, load_objects
-from daemon.manifests.node_usage import source_usage_script
-from daemon.scheduler.model.resources import PODS, Resource
-from store.events import (
+from fumarole.daemon.manifests import build_snapshot, load_objects
+from fumarole.daemon.manifests.node_usage import source_usage_script
+from fumarole.daemon.scheduler.model.resources import PODS, Resource
+from fumarole.store.events import (
     BindDecided,
     BindFailed,
     BindSucceeded,
@@ -51,7 +51,7 @@ from store.events import (
     ResyncStarted,
     upserted,
 )
-from store.events.base import EventBase
+from fumarole.store.events.base import EventBase
 
 __all__ = ["SOURCE_NAME", "SimStats", "Simulator"]
 
@@ -131,12 +131,12 @@ def _owned_by_job(obj: Mapping[str, Any]) -> bool:
 
 
 class Simulator:
-    """An in-process cluster on a virtual clock; implements `daemon.adapters.base.SimulatedCluster`.
+    """An in-process cluster on a virtual clock; implements `fumarole.daemon.adapters.base.SimulatedCluster`.
 
     `cluster_objects`: Node/Queue/PriorityClass/Namespace/ResourceQuota manifests;
     `workload`: Job/PodGroup/Pod manifests with `fumarole.io/submit-at` and
     `fumarole.io/duration` annotations.  Either as (file, document, object) triples (what
-    `daemon.manifests.load_objects` returns; errors then name the file) or as plain objects.
+    `fumarole.daemon.manifests.load_objects` returns; errors then name the file) or as plain objects.
     `period_ms`: the schedule period a non-idle `advance` moves by.  `horizon_ms`: optional
     virtual time after which `drained()` is true whatever is left (a guard against
     schedulers that never settle).
@@ -195,7 +195,7 @@ class Simulator:
     @classmethod
     def bundled(cls, **kwargs: Any) -> Simulator:
         """The bundled sample cluster and workload (what `fumarole run` uses with no arguments)."""
-        data = resources.files("daemon.adapters.simulator") / "data"
+        data = resources.files("fumarole.daemon.adapters.simulator") / "data"
         with (
             resources.as_file(data / "cluster.yaml") as cluster,
             resources.as_file(data / "workload.yaml") as workload,
@@ -242,7 +242,7 @@ class Simulator:
         return {k: copy.deepcopy(v) for k, v in self._groups.items()}
 
     def objects(self) -> list[tuple[str, int, Obj]]:
-        """Everything the cluster holds now, for `daemon.manifests.build_snapshot`."""
+        """Everything the cluster holds now, for `fumarole.daemon.manifests.build_snapshot`."""
         out: list[tuple[str, int, Obj]] = [(f, i, dict(o)) for f, i, o in self._cluster]
         out.extend((SOURCE_NAME, 0, o) for o in self._groups.values())
         out.extend((SOURCE_NAME, 0, o) for o in self._pods.values())
@@ -428,7 +428,7 @@ class Simulator:
         return min(due) if due else None
 
     def advance(self, idle: bool) -> list[ObservedEvent]:
-        """Move virtual time (see `daemon.adapters.base.SimulatedCluster.advance`)."""
+        """Move virtual time (see `fumarole.daemon.adapters.base.SimulatedCluster.advance`)."""
         out: list[ObservedEvent] = []
         target = self._now + self._period_ms
         if idle:
@@ -521,7 +521,7 @@ class Simulator:
     def apply_sync(
         self, seq: int, decision: BindDecided | EvictDecided
     ) -> tuple[OutcomeEvent, list[ObservedEvent]]:
-        """Act on one decision now (see `daemon.adapters.base.ClusterSink.apply`)."""
+        """Act on one decision now (see `fumarole.daemon.adapters.base.ClusterSink.apply`)."""
         known = self._outcomes.get(seq)
         if known is not None:
             return known, []

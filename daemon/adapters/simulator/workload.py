@@ -1,6 +1,6 @@
 """Simulator inputs: the cluster file and the workload file (manifests with submit times and durations).
 
-A workload is ordinary manifests (any file `daemon.manifests.load_objects` reads) of three
+A workload is ordinary manifests (any file `fumarole.daemon.manifests.load_objects` reads) of three
 kinds: batch.volcano.sh Job, scheduling.volcano.sh PodGroup and v1 Pod.  Two annotations
 drive the simulation:
 
@@ -13,7 +13,7 @@ drive the simulation:
   A pod without one is an error.
 
 The cluster file holds Node, Queue, PriorityClass, Namespace and ResourceQuota objects.
-Errors are `daemon.manifests.ManifestError`s naming file, document, object and field.
+Errors are `fumarole.daemon.manifests.ManifestError`s naming file, document, object and field.
 """
 
 from __future__ import annotations
@@ -25,8 +25,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from daemon.manifests import ManifestError, build_snapshot, expand_job
-from daemon.manifests.redaction import redact_pod
+from fumarole.daemon.manifests import ManifestError, build_snapshot, expand_job
+from fumarole.daemon.manifests.redaction import redact_pod
 
 __all__ = [
     "CLUSTER_KINDS",

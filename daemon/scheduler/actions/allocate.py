@@ -13,25 +13,25 @@ from __future__ import annotations
 
 from typing import Any
 
-from daemon.scheduler.actions.allocate_hypernodes import allocate_for_job, commit_decision
-from daemon.scheduler.framework.conf import arg_bool
-from daemon.scheduler.framework.placement import (
+from fumarole.daemon.scheduler.actions.allocate_hypernodes import allocate_for_job, commit_decision
+from fumarole.daemon.scheduler.framework.conf import arg_bool
+from fumarole.daemon.scheduler.framework.placement import (
     ErrorCache,
     SearchOptions,
     choose_node,
     full_search,
     predicate_nodes,
 )
-from daemon.scheduler.framework.priority_queue import PriorityQueue
-from daemon.scheduler.framework.session import EventError, Session
-from daemon.scheduler.framework.statement import Statement
-from daemon.scheduler.framework.topology import session_topology
-from daemon.scheduler.model.fit import FitErrors
-from daemon.scheduler.model.hypernode import CLUSTER_TOP
-from daemon.scheduler.model.job import JobInfo
-from daemon.scheduler.model.node import NodeError, NodeInfo
-from daemon.scheduler.model.queue import QueueInfo
-from daemon.scheduler.model.task import TaskInfo, TaskStatus
+from fumarole.daemon.scheduler.framework.priority_queue import PriorityQueue
+from fumarole.daemon.scheduler.framework.session import EventError, Session
+from fumarole.daemon.scheduler.framework.statement import Statement
+from fumarole.daemon.scheduler.framework.topology import session_topology
+from fumarole.daemon.scheduler.model.fit import FitErrors
+from fumarole.daemon.scheduler.model.hypernode import CLUSTER_TOP
+from fumarole.daemon.scheduler.model.job import JobInfo
+from fumarole.daemon.scheduler.model.node import NodeError, NodeInfo
+from fumarole.daemon.scheduler.model.queue import QueueInfo
+from fumarole.daemon.scheduler.model.task import TaskInfo, TaskStatus
 
 NAME = "allocate"
 PREDICATE_ERROR_CACHE = "predicateErrorCacheEnable"

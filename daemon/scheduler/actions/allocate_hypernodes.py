@@ -27,19 +27,19 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
-from daemon.scheduler.framework import combinators as cb
-from daemon.scheduler.framework.priority_queue import PriorityQueue
-from daemon.scheduler.framework.session import EventError
-from daemon.scheduler.framework.statement import Operation, Statement, save_operations
-from daemon.scheduler.framework.topology import session_topology
-from daemon.scheduler.model.hypernode import CLUSTER_TOP
-from daemon.scheduler.model.node import NodeError
-from daemon.scheduler.model.task import TaskInfo
+from fumarole.daemon.scheduler.framework import combinators as cb
+from fumarole.daemon.scheduler.framework.priority_queue import PriorityQueue
+from fumarole.daemon.scheduler.framework.session import EventError
+from fumarole.daemon.scheduler.framework.statement import Operation, Statement, save_operations
+from fumarole.daemon.scheduler.framework.topology import session_topology
+from fumarole.daemon.scheduler.model.hypernode import CLUSTER_TOP
+from fumarole.daemon.scheduler.model.node import NodeError
+from fumarole.daemon.scheduler.model.task import TaskInfo
 
 if TYPE_CHECKING:
-    from daemon.scheduler.framework.session import Session
-    from daemon.scheduler.model.job import JobInfo
-    from daemon.scheduler.model.queue import QueueInfo
+    from fumarole.daemon.scheduler.framework.session import Session
+    from fumarole.daemon.scheduler.model.job import JobInfo
+    from fumarole.daemon.scheduler.model.queue import QueueInfo
 
 
 class Allocate(Protocol):

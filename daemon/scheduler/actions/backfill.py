@@ -10,15 +10,20 @@ from __future__ import annotations
 
 from typing import Any
 
-from daemon.scheduler.framework.conf import arg_bool
-from daemon.scheduler.framework.placement import ErrorCache, SearchOptions, best_scored, predicate_nodes
-from daemon.scheduler.framework.priority_queue import PriorityQueue
-from daemon.scheduler.framework.session import Session
-from daemon.scheduler.framework.statement import Statement
-from daemon.scheduler.model.fit import FitErrors
-from daemon.scheduler.model.job import JobInfo
-from daemon.scheduler.model.queue import QueueInfo
-from daemon.scheduler.model.task import TaskInfo, TaskStatus
+from fumarole.daemon.scheduler.framework.conf import arg_bool
+from fumarole.daemon.scheduler.framework.placement import (
+    ErrorCache,
+    SearchOptions,
+    best_scored,
+    predicate_nodes,
+)
+from fumarole.daemon.scheduler.framework.priority_queue import PriorityQueue
+from fumarole.daemon.scheduler.framework.session import Session
+from fumarole.daemon.scheduler.framework.statement import Statement
+from fumarole.daemon.scheduler.model.fit import FitErrors
+from fumarole.daemon.scheduler.model.job import JobInfo
+from fumarole.daemon.scheduler.model.queue import QueueInfo
+from fumarole.daemon.scheduler.model.task import TaskInfo, TaskStatus
 
 NAME = "backfill"
 

@@ -7,10 +7,10 @@ A rejected job does not block the rest of its queue.  Each job is considered onc
 
 from __future__ import annotations
 
-from daemon.scheduler.framework.priority_queue import PriorityQueue
-from daemon.scheduler.framework.session import Session
-from daemon.scheduler.model.job import PHASE_INQUEUE, JobInfo
-from daemon.scheduler.model.queue import QueueInfo
+from fumarole.daemon.scheduler.framework.priority_queue import PriorityQueue
+from fumarole.daemon.scheduler.framework.session import Session
+from fumarole.daemon.scheduler.model.job import PHASE_INQUEUE, JobInfo
+from fumarole.daemon.scheduler.model.queue import QueueInfo
 
 NAME = "enqueue"
 

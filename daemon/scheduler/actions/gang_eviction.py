@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from daemon.scheduler.actions.victims import (
+from fumarole.daemon.scheduler.actions.victims import (
     BUNDLE_WHOLE,
     Bundle,
     apply_allowed_tasks,
@@ -22,16 +22,16 @@ from daemon.scheduler.actions.victims import (
     sum_idle_and_releasing,
     sum_resreq,
 )
-from daemon.scheduler.framework import combinators as cb
-from daemon.scheduler.framework.conf import arg_bool, arg_int
-from daemon.scheduler.framework.priority_queue import PriorityQueue
-from daemon.scheduler.framework.session import Session
-from daemon.scheduler.framework.statement import Statement
-from daemon.scheduler.model.job import JobInfo
-from daemon.scheduler.model.node import NodeInfo
-from daemon.scheduler.model.queue import QueueInfo
-from daemon.scheduler.model.resources import Resource
-from daemon.scheduler.model.task import TaskInfo
+from fumarole.daemon.scheduler.framework import combinators as cb
+from fumarole.daemon.scheduler.framework.conf import arg_bool, arg_int
+from fumarole.daemon.scheduler.framework.priority_queue import PriorityQueue
+from fumarole.daemon.scheduler.framework.session import Session
+from fumarole.daemon.scheduler.framework.statement import Statement
+from fumarole.daemon.scheduler.model.job import JobInfo
+from fumarole.daemon.scheduler.model.node import NodeInfo
+from fumarole.daemon.scheduler.model.queue import QueueInfo
+from fumarole.daemon.scheduler.model.resources import Resource
+from fumarole.daemon.scheduler.model.task import TaskInfo
 
 MAX_DOMAINS = "maxDomains"
 ALLOW_WHOLE_BUNDLE = "allowWholeBundle"

@@ -24,20 +24,20 @@ allocate's `predicateErrorCacheEnable` (true).
 
 from __future__ import annotations
 
-from daemon.scheduler.actions.gang_eviction import BundleSort, GangEviction
-from daemon.scheduler.actions.victims import (
+from fumarole.daemon.scheduler.actions.gang_eviction import BundleSort, GangEviction
+from fumarole.daemon.scheduler.actions.victims import (
     Bundle,
     eviction_reason,
     gang_candidate_status,
     is_job_preemptable_for_gang_eviction,
     sort_bundles_for_preempt,
 )
-from daemon.scheduler.framework import combinators as cb
-from daemon.scheduler.framework.session import Session
-from daemon.scheduler.model.job import JobInfo
-from daemon.scheduler.model.queue import QueueInfo
-from daemon.scheduler.model.resources import Resource
-from daemon.scheduler.model.task import TaskInfo
+from fumarole.daemon.scheduler.framework import combinators as cb
+from fumarole.daemon.scheduler.framework.session import Session
+from fumarole.daemon.scheduler.model.job import JobInfo
+from fumarole.daemon.scheduler.model.queue import QueueInfo
+from fumarole.daemon.scheduler.model.resources import Resource
+from fumarole.daemon.scheduler.model.task import TaskInfo
 
 NAME = "gangpreempt"
 

@@ -32,7 +32,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from daemon.scheduler.actions.victims import (
+from fumarole.daemon.scheduler.actions.victims import (
     Candidate,
     PredicateErrorCache,
     TaskFilter,
@@ -48,17 +48,17 @@ from daemon.scheduler.actions.victims import (
     validate_victims,
     victims_queue,
 )
-from daemon.scheduler.framework.conf import arg_bool, arg_int
-from daemon.scheduler.framework.placement import SearchOptions
-from daemon.scheduler.framework.priority_queue import PriorityQueue
-from daemon.scheduler.framework.session import Session
-from daemon.scheduler.framework.statement import Statement
-from daemon.scheduler.model.fit import FitError
-from daemon.scheduler.model.job import JobInfo
-from daemon.scheduler.model.node import NodeInfo
-from daemon.scheduler.model.queue import QueueInfo
-from daemon.scheduler.model.resources import Resource
-from daemon.scheduler.model.task import PREEMPTABLE_STATUSES, TaskInfo, TaskStatus
+from fumarole.daemon.scheduler.framework.conf import arg_bool, arg_int
+from fumarole.daemon.scheduler.framework.placement import SearchOptions
+from fumarole.daemon.scheduler.framework.priority_queue import PriorityQueue
+from fumarole.daemon.scheduler.framework.session import Session
+from fumarole.daemon.scheduler.framework.statement import Statement
+from fumarole.daemon.scheduler.model.fit import FitError
+from fumarole.daemon.scheduler.model.job import JobInfo
+from fumarole.daemon.scheduler.model.node import NodeInfo
+from fumarole.daemon.scheduler.model.queue import QueueInfo
+from fumarole.daemon.scheduler.model.resources import Resource
+from fumarole.daemon.scheduler.model.task import PREEMPTABLE_STATUSES, TaskInfo, TaskStatus
 
 NAME = "preempt"
 PREDICATE_ERROR_CACHE = "predicateErrorCacheEnable"

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from daemon.scheduler.actions.victims import (
+from fumarole.daemon.scheduler.actions.victims import (
     PredicateErrorCache,
     nodes_without_unresolvable,
     predicate_for_preempt,
@@ -29,15 +29,15 @@ from daemon.scheduler.actions.victims import (
     validate_victims,
     victims_queue,
 )
-from daemon.scheduler.framework.conf import arg_bool
-from daemon.scheduler.framework.placement import SearchOptions
-from daemon.scheduler.framework.priority_queue import PriorityQueue
-from daemon.scheduler.framework.session import Session
-from daemon.scheduler.framework.statement import Statement
-from daemon.scheduler.model.job import JobInfo
-from daemon.scheduler.model.node import NodeInfo
-from daemon.scheduler.model.queue import QueueInfo
-from daemon.scheduler.model.task import TaskInfo, TaskStatus
+from fumarole.daemon.scheduler.framework.conf import arg_bool
+from fumarole.daemon.scheduler.framework.placement import SearchOptions
+from fumarole.daemon.scheduler.framework.priority_queue import PriorityQueue
+from fumarole.daemon.scheduler.framework.session import Session
+from fumarole.daemon.scheduler.framework.statement import Statement
+from fumarole.daemon.scheduler.model.job import JobInfo
+from fumarole.daemon.scheduler.model.node import NodeInfo
+from fumarole.daemon.scheduler.model.queue import QueueInfo
+from fumarole.daemon.scheduler.model.task import TaskInfo, TaskStatus
 
 NAME = "reclaim"
 PREDICATE_ERROR_CACHE = "predicateErrorCacheEnable"

@@ -10,9 +10,9 @@ Volcano walks its victim set in random order; we evict by task uid.
 
 from __future__ import annotations
 
-from daemon.scheduler.framework import combinators as cb
-from daemon.scheduler.framework.session import Session
-from daemon.scheduler.model.task import TaskInfo, TaskStatus
+from fumarole.daemon.scheduler.framework import combinators as cb
+from fumarole.daemon.scheduler.framework.session import Session
+from fumarole.daemon.scheduler.model.task import TaskInfo, TaskStatus
 
 NAME = "shuffle"
 VICTIM_FLAG = "victim"  # conf attribute of `enabledVictim`

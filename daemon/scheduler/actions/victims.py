@@ -29,18 +29,23 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from daemon.scheduler.framework.placement import SearchOptions, num_feasible_nodes_to_find
-from daemon.scheduler.framework.priority_queue import PriorityQueue
-from daemon.scheduler.framework.statement import Operation, Statement, save_operations
-from daemon.scheduler.model.fit import Code, FitError
-from daemon.scheduler.model.resources import Resource
-from daemon.scheduler.model.task import ALLOCATED_STATUSES, PREEMPTABLE_STATUSES, TaskInfo, TaskStatus
+from fumarole.daemon.scheduler.framework.placement import SearchOptions, num_feasible_nodes_to_find
+from fumarole.daemon.scheduler.framework.priority_queue import PriorityQueue
+from fumarole.daemon.scheduler.framework.statement import Operation, Statement, save_operations
+from fumarole.daemon.scheduler.model.fit import Code, FitError
+from fumarole.daemon.scheduler.model.resources import Resource
+from fumarole.daemon.scheduler.model.task import (
+    ALLOCATED_STATUSES,
+    PREEMPTABLE_STATUSES,
+    TaskInfo,
+    TaskStatus,
+)
 
 if TYPE_CHECKING:
-    from daemon.scheduler.framework.session import CycleState, Session
-    from daemon.scheduler.model.job import JobInfo
-    from daemon.scheduler.model.node import NodeInfo
-    from daemon.scheduler.model.queue import QueueInfo
+    from fumarole.daemon.scheduler.framework.session import CycleState, Session
+    from fumarole.daemon.scheduler.model.job import JobInfo
+    from fumarole.daemon.scheduler.model.node import NodeInfo
+    from fumarole.daemon.scheduler.model.queue import QueueInfo
 
 TaskFilter = Callable[[TaskInfo], bool]
 NodePredicate = Callable[[TaskInfo, "NodeInfo"], "Exception | None"]

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
-    from daemon.scheduler.framework.session import Session
+    from fumarole.daemon.scheduler.framework.session import Session
 
 
 class Action(Protocol):

@@ -12,11 +12,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from daemon.scheduler.framework.run import SessionResult
-from daemon.scheduler.model.job import JobInfo
-from daemon.scheduler.model.node import NodeInfo
-from daemon.scheduler.model.snapshot import ClusterSnapshot
-from daemon.scheduler.model.task import TaskInfo, TaskStatus
+from fumarole.daemon.scheduler.framework.run import SessionResult
+from fumarole.daemon.scheduler.model.job import JobInfo
+from fumarole.daemon.scheduler.model.node import NodeInfo
+from fumarole.daemon.scheduler.model.snapshot import ClusterSnapshot
+from fumarole.daemon.scheduler.model.task import TaskInfo, TaskStatus
 
 __all__ = ["apply_podgroups", "apply_result", "run_bound"]
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from daemon.scheduler.model.job import (
+from fumarole.daemon.scheduler.model.job import (
     PHASE_COMPLETED,
     PHASE_INQUEUE,
     PHASE_PENDING,
@@ -12,11 +12,11 @@ from daemon.scheduler.model.job import (
     PHASE_UNKNOWN,
     JobInfo,
 )
-from daemon.scheduler.model.resources import Resource
-from daemon.scheduler.model.task import TaskStatus
+from fumarole.daemon.scheduler.model.resources import Resource
+from fumarole.daemon.scheduler.model.task import TaskStatus
 
 if TYPE_CHECKING:
-    from daemon.scheduler.framework.session import Session
+    from fumarole.daemon.scheduler.framework.session import Session
 
 UNSCHEDULABLE = "Unschedulable"
 

@@ -15,17 +15,17 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from daemon.scheduler.framework.job_memo import JobMemo
-from daemon.scheduler.framework.score_memo import LocalScoreKey, LocalScores, LocalScoring
-from daemon.scheduler.model.fit import FitError
+from fumarole.daemon.scheduler.framework.job_memo import JobMemo
+from fumarole.daemon.scheduler.framework.score_memo import LocalScoreKey, LocalScores, LocalScoring
+from fumarole.daemon.scheduler.model.fit import FitError
 
 if TYPE_CHECKING:
-    from daemon.scheduler.framework.conf import Tier
-    from daemon.scheduler.framework.nodetable import BoolArray, FloatArray, IntArray, NodeTable
-    from daemon.scheduler.model.job import JobInfo
-    from daemon.scheduler.model.node import NodeInfo
-    from daemon.scheduler.model.queue import QueueInfo
-    from daemon.scheduler.model.task import TaskInfo
+    from fumarole.daemon.scheduler.framework.conf import Tier
+    from fumarole.daemon.scheduler.framework.nodetable import BoolArray, FloatArray, IntArray, NodeTable
+    from fumarole.daemon.scheduler.model.job import JobInfo
+    from fumarole.daemon.scheduler.model.node import NodeInfo
+    from fumarole.daemon.scheduler.model.queue import QueueInfo
+    from fumarole.daemon.scheduler.model.task import TaskInfo
 
 # Extension point -> the enable flag (conf attribute) that gates it; None = no flag.
 JOB_ORDER = "jobOrder"

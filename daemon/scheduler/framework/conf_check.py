@@ -5,8 +5,8 @@ know the actions and plugins that exist here)."""
 
 from __future__ import annotations
 
-from daemon.scheduler.framework.conf import ConfError, SchedulerConf, parse_conf
-from daemon.scheduler.framework.registry import (
+from fumarole.daemon.scheduler.framework.conf import ConfError, SchedulerConf, parse_conf
+from fumarole.daemon.scheduler.framework.registry import (
     ACTIONS,
     KNOWN_UNIMPLEMENTED_ACTIONS,
     PLUGINS,

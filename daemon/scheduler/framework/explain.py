@@ -12,11 +12,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from daemon.scheduler.model.job import PHASE_INQUEUE, PHASE_PENDING, JobInfo
-from daemon.scheduler.model.task import ALLOCATED_STATUSES, TaskInfo, TaskStatus
+from fumarole.daemon.scheduler.model.job import PHASE_INQUEUE, PHASE_PENDING, JobInfo
+from fumarole.daemon.scheduler.model.task import ALLOCATED_STATUSES, TaskInfo, TaskStatus
 
 if TYPE_CHECKING:
-    from daemon.scheduler.framework.session import Session
+    from fumarole.daemon.scheduler.framework.session import Session
 
 UNBOUND = (TaskStatus.PENDING, TaskStatus.PIPELINED, TaskStatus.ALLOCATED)
 

@@ -28,7 +28,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from daemon.scheduler.model.job import JobInfo
+from fumarole.daemon.scheduler.model.job import JobInfo
 
 __all__ = ["JobMemo", "open_job_memo"]
 

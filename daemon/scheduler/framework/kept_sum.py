@@ -26,7 +26,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from daemon.scheduler.model.resources import Resource
+from fumarole.daemon.scheduler.model.resources import Resource
 
 __all__ = ["EXACT_LIMIT", "KeptSum", "add_counted", "below_limit", "exact"]
 

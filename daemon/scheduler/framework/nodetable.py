@@ -17,12 +17,12 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import numpy.typing as npt
 
-from daemon.scheduler.model.resources import CPU, MEMORY, MIN_RESOURCE, PODS, Resource
+from fumarole.daemon.scheduler.model.resources import CPU, MEMORY, MIN_RESOURCE, PODS, Resource
 
 if TYPE_CHECKING:
-    from daemon.scheduler.model.node import NodeInfo
-    from daemon.scheduler.model.node_derived import DerivedView
-    from daemon.scheduler.model.task import TaskInfo
+    from fumarole.daemon.scheduler.model.node import NodeInfo
+    from fumarole.daemon.scheduler.model.node_derived import DerivedView
+    from fumarole.daemon.scheduler.model.task import TaskInfo
 
 FloatArray = npt.NDArray[np.float64]
 BoolArray = npt.NDArray[np.bool_]

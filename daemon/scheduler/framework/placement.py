@@ -10,7 +10,7 @@ Where Volcano picks at random among nodes with the best score, we take the first
 candidate order (node-list order from the search start).  With fewer than 100 nodes the start
 index never moves, so ties go to the earliest node in the node list. With `tie_seed` set (the
 studies' paper policies) the tied node is instead drawn by the seeded, order-free rule of
-`daemon.scheduler.framework.ties`.
+`fumarole.daemon.scheduler.framework.ties`.
 """
 
 from __future__ import annotations
@@ -22,16 +22,16 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from daemon.scheduler.framework.combinators import PREDICATE
-from daemon.scheduler.framework.nodetable import RowMemo
-from daemon.scheduler.framework.ties import least_key, node_keys, task_key
-from daemon.scheduler.model.fit import FitErrors
+from fumarole.daemon.scheduler.framework.combinators import PREDICATE
+from fumarole.daemon.scheduler.framework.nodetable import RowMemo
+from fumarole.daemon.scheduler.framework.ties import least_key, node_keys, task_key
+from fumarole.daemon.scheduler.model.fit import FitErrors
 
 if TYPE_CHECKING:
-    from daemon.scheduler.framework.nodetable import BoolArray, IntArray
-    from daemon.scheduler.framework.session import Session
-    from daemon.scheduler.model.node import NodeInfo
-    from daemon.scheduler.model.task import TaskInfo
+    from fumarole.daemon.scheduler.framework.nodetable import BoolArray, IntArray
+    from fumarole.daemon.scheduler.framework.session import Session
+    from fumarole.daemon.scheduler.model.node import NodeInfo
+    from fumarole.daemon.scheduler.model.task import TaskInfo
 
 
 @dataclass(slots=True)

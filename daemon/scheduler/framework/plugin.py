@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
-    from daemon.scheduler.framework.session import Session
+    from fumarole.daemon.scheduler.framework.session import Session
 
 
 class Plugin(Protocol):

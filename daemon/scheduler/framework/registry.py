@@ -6,8 +6,8 @@ import importlib
 from collections.abc import Callable
 from typing import Any
 
-from daemon.scheduler.framework.action import Action
-from daemon.scheduler.framework.plugin import Plugin
+from fumarole.daemon.scheduler.framework.action import Action
+from fumarole.daemon.scheduler.framework.plugin import Plugin
 
 ActionFactory = Callable[[], Action]
 PluginFactory = Callable[[dict[str, Any]], Plugin]
@@ -33,8 +33,8 @@ class Deferred:
         return f"Deferred({self.module!r})"
 
 
-_ACTIONS = "daemon.scheduler.actions."
-_PLUGINS = "daemon.scheduler.plugins."
+_ACTIONS = "fumarole.daemon.scheduler.actions."
+_PLUGINS = "fumarole.daemon.scheduler.plugins."
 
 ACTIONS: dict[str, ActionFactory] = {
     "enqueue": Deferred(_ACTIONS + "enqueue"),

@@ -13,22 +13,22 @@ from typing import TYPE_CHECKING, Any
 
 from opentelemetry import trace
 
-from daemon.scheduler.framework import registry
-from daemon.scheduler.framework.close import update_job_statuses, update_queue_allocated
-from daemon.scheduler.framework.conf import SchedulerConf, unknown_plugin_message
-from daemon.scheduler.framework.explain import pending_reasons
-from daemon.scheduler.framework.session import Eviction, Session
-from daemon.scheduler.model.fingerprint import SnapshotChangedError, fingerprint, first_difference
-from daemon.scheduler.model.job import PodGroupStatus
-from daemon.scheduler.model.resources import Resource
-from daemon.scheduler.model.snapshot import ClusterSnapshot
-from daemon.scheduler.model.task import TaskStatus
+from fumarole.daemon.scheduler.framework import registry
+from fumarole.daemon.scheduler.framework.close import update_job_statuses, update_queue_allocated
+from fumarole.daemon.scheduler.framework.conf import SchedulerConf, unknown_plugin_message
+from fumarole.daemon.scheduler.framework.explain import pending_reasons
+from fumarole.daemon.scheduler.framework.session import Eviction, Session
+from fumarole.daemon.scheduler.model.fingerprint import SnapshotChangedError, fingerprint, first_difference
+from fumarole.daemon.scheduler.model.job import PodGroupStatus
+from fumarole.daemon.scheduler.model.resources import Resource
+from fumarole.daemon.scheduler.model.snapshot import ClusterSnapshot
+from fumarole.daemon.scheduler.model.task import TaskStatus
 
 if TYPE_CHECKING:
     from opentelemetry.trace import TracerProvider
 
-    from daemon.scheduler.framework.placement import SearchOptions
-    from daemon.scheduler.framework.plugin import Plugin
+    from fumarole.daemon.scheduler.framework.placement import SearchOptions
+    from fumarole.daemon.scheduler.framework.plugin import Plugin
 
 TRACER_NAME = "fumarole.scheduler"
 

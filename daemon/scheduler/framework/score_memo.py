@@ -26,8 +26,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 if TYPE_CHECKING:
-    from daemon.scheduler.framework.nodetable import FloatArray, IntArray
-    from daemon.scheduler.model.task import TaskInfo
+    from fumarole.daemon.scheduler.framework.nodetable import FloatArray, IntArray
+    from fumarole.daemon.scheduler.model.task import TaskInfo
 
 # The part of a task's score signature a scorer reads; None: not node-local for this task.
 LocalScoreKey = Callable[["TaskInfo"], Hashable | None]

@@ -15,18 +15,18 @@ from typing import Any, TypeVar
 
 import numpy as np
 
-from daemon.scheduler.framework.combinators import Combinators
-from daemon.scheduler.framework.conf import PluginOption, SchedulerConf, Tier
-from daemon.scheduler.framework.job_memo import open_job_memo
-from daemon.scheduler.framework.nodetable import IntArray, NodeTable
-from daemon.scheduler.framework.topology import open_network_topologies
-from daemon.scheduler.model.hypernode import Topology
-from daemon.scheduler.model.job import PHASE_INQUEUE, PHASE_PENDING, JobInfo
-from daemon.scheduler.model.node import NodeInfo
-from daemon.scheduler.model.node_derived import NodeDerived
-from daemon.scheduler.model.queue import NamespaceInfo, PriorityClassInfo, QueueInfo
-from daemon.scheduler.model.snapshot import ClusterSnapshot
-from daemon.scheduler.model.task import TaskInfo, TaskStatus
+from fumarole.daemon.scheduler.framework.combinators import Combinators
+from fumarole.daemon.scheduler.framework.conf import PluginOption, SchedulerConf, Tier
+from fumarole.daemon.scheduler.framework.job_memo import open_job_memo
+from fumarole.daemon.scheduler.framework.nodetable import IntArray, NodeTable
+from fumarole.daemon.scheduler.framework.topology import open_network_topologies
+from fumarole.daemon.scheduler.model.hypernode import Topology
+from fumarole.daemon.scheduler.model.job import PHASE_INQUEUE, PHASE_PENDING, JobInfo
+from fumarole.daemon.scheduler.model.node import NodeInfo
+from fumarole.daemon.scheduler.model.node_derived import NodeDerived
+from fumarole.daemon.scheduler.model.queue import NamespaceInfo, PriorityClassInfo, QueueInfo
+from fumarole.daemon.scheduler.model.snapshot import ClusterSnapshot
+from fumarole.daemon.scheduler.model.task import TaskInfo, TaskStatus
 
 K = TypeVar("K")
 

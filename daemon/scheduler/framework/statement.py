@@ -5,11 +5,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from daemon.scheduler.model.task import TaskInfo, TaskStatus
+from fumarole.daemon.scheduler.model.task import TaskInfo, TaskStatus
 
 if TYPE_CHECKING:
-    from daemon.scheduler.framework.session import Session
-    from daemon.scheduler.model.node import NodeInfo
+    from fumarole.daemon.scheduler.framework.session import Session
+    from fumarole.daemon.scheduler.model.node import NodeInfo
 
 EVICT = "evict"
 PIPELINE = "pipeline"

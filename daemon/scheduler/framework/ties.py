@@ -10,7 +10,7 @@ where node_key and task_key are the first 8 bytes of BLAKE2b digests of the node
 "<seed>/<task key>", and mix64 is SplitMix64's finaliser. For one task the keys order its tied
 nodes like a uniform random permutation drawn from the seed, the same whatever order the nodes
 (or the pods) are listed in; another seed draws another one. Pure: no state, no wall clock.
-The fast study placer breaks its ties with the same function (`daemon.study.placement`).
+The fast study placer breaks its ties with the same function (`fumarole.daemon.study.placement`).
 """
 
 from __future__ import annotations

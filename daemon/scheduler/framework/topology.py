@@ -18,12 +18,18 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import TYPE_CHECKING, Protocol
 
-from daemon.scheduler.model.hypernode import MODE_HARD, MODE_SOFT, HyperNodeSpec, Topology, build_topology
-from daemon.scheduler.model.task import TaskStatus
+from fumarole.daemon.scheduler.model.hypernode import (
+    MODE_HARD,
+    MODE_SOFT,
+    HyperNodeSpec,
+    Topology,
+    build_topology,
+)
+from fumarole.daemon.scheduler.model.task import TaskStatus
 
 if TYPE_CHECKING:
-    from daemon.scheduler.model.job import JobInfo
-    from daemon.scheduler.model.node import NodeInfo
+    from fumarole.daemon.scheduler.model.job import JobInfo
+    from fumarole.daemon.scheduler.model.node import NodeInfo
 
 
 class Session(Protocol):

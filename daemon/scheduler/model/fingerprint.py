@@ -16,7 +16,7 @@ from enum import Enum
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from daemon.scheduler.model.snapshot import ClusterSnapshot
+    from fumarole.daemon.scheduler.model.snapshot import ClusterSnapshot
 
 # The cache a snapshot carries on purpose between sessions (model/node_derived.py).
 _SKIPPED_FIELDS = frozenset({"derived"})

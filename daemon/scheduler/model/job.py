@@ -7,10 +7,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from daemon.scheduler.model.fit import FitErrors
-from daemon.scheduler.model.hypernode import NetworkTopology
-from daemon.scheduler.model.resources import Resource
-from daemon.scheduler.model.task import (
+from fumarole.daemon.scheduler.model.fit import FitErrors
+from fumarole.daemon.scheduler.model.hypernode import NetworkTopology
+from fumarole.daemon.scheduler.model.resources import Resource
+from fumarole.daemon.scheduler.model.task import (
     ALLOCATED_STATUSES,
     SCHEDULED_STATUSES,
     TaskInfo,

@@ -5,8 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from daemon.scheduler.model.resources import PODS, Resource
-from daemon.scheduler.model.task import Taint, TaskInfo, TaskStatus
+from fumarole.daemon.scheduler.model.resources import PODS, Resource
+from fumarole.daemon.scheduler.model.task import Taint, TaskInfo, TaskStatus
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping

@@ -35,10 +35,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from daemon.scheduler.model.resources import Resource
+from fumarole.daemon.scheduler.model.resources import Resource
 
 if TYPE_CHECKING:
-    from daemon.scheduler.model.node import NodeInfo
+    from fumarole.daemon.scheduler.model.node import NodeInfo
 
 __all__ = ["DerivedView", "NodeDerived"]
 

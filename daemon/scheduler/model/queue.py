@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from daemon.scheduler.model.resources import Resource
+from fumarole.daemon.scheduler.model.resources import Resource
 
 QUEUE_OPEN = "Open"
 ROOT_QUEUE = "root"

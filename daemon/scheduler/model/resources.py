@@ -14,7 +14,7 @@ from collections.abc import Iterable, Mapping
 from enum import IntEnum
 from typing import Any
 
-from daemon.scheduler.model.quantity import format_quantity, milli_value, whole_value
+from fumarole.daemon.scheduler.model.quantity import format_quantity, milli_value, whole_value
 
 MIN_RESOURCE = 0.1
 CPU = "cpu"

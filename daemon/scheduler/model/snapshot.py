@@ -4,14 +4,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
-from daemon.scheduler.model.hypernode import HyperNodeSpec
-from daemon.scheduler.model.job import JobInfo
-from daemon.scheduler.model.node import NodeInfo
-from daemon.scheduler.model.node_derived import NodeDerived
-from daemon.scheduler.model.node_usage import NodeUsage
-from daemon.scheduler.model.numa import NumaTopology
-from daemon.scheduler.model.queue import NamespaceInfo, PriorityClassInfo, QueueInfo
-from daemon.scheduler.model.task import TaskInfo
+from fumarole.daemon.scheduler.model.hypernode import HyperNodeSpec
+from fumarole.daemon.scheduler.model.job import JobInfo
+from fumarole.daemon.scheduler.model.node import NodeInfo
+from fumarole.daemon.scheduler.model.node_derived import NodeDerived
+from fumarole.daemon.scheduler.model.node_usage import NodeUsage
+from fumarole.daemon.scheduler.model.numa import NumaTopology
+from fumarole.daemon.scheduler.model.queue import NamespaceInfo, PriorityClassInfo, QueueInfo
+from fumarole.daemon.scheduler.model.task import TaskInfo
 
 
 @dataclass(slots=True)

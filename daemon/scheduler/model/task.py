@@ -7,8 +7,8 @@ from enum import IntEnum
 from fractions import Fraction
 from typing import Any
 
-from daemon.scheduler.model.devices import ContainerResources
-from daemon.scheduler.model.resources import Resource
+from fumarole.daemon.scheduler.model.devices import ContainerResources
+from fumarole.daemon.scheduler.model.resources import Resource
 
 
 class TaskStatus(IntEnum):

@@ -7,13 +7,13 @@ from typing import Any
 
 import numpy as np
 
-from daemon.scheduler.framework import combinators as cb
-from daemon.scheduler.framework.conf import arg_int
-from daemon.scheduler.framework.nodetable import FloatArray, IntArray, NodeTable
-from daemon.scheduler.framework.session import Session
-from daemon.scheduler.model.node import NodeInfo
-from daemon.scheduler.model.resources import CPU, MEMORY, Resource
-from daemon.scheduler.model.task import TaskInfo
+from fumarole.daemon.scheduler.framework import combinators as cb
+from fumarole.daemon.scheduler.framework.conf import arg_int
+from fumarole.daemon.scheduler.framework.nodetable import FloatArray, IntArray, NodeTable
+from fumarole.daemon.scheduler.framework.session import Session
+from fumarole.daemon.scheduler.model.node import NodeInfo
+from fumarole.daemon.scheduler.model.resources import CPU, MEMORY, Resource
+from fumarole.daemon.scheduler.model.task import TaskInfo
 
 NAME = "binpack"
 MAX_NODE_SCORE = 100

@@ -12,15 +12,15 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from daemon.scheduler.framework import combinators as cb
-from daemon.scheduler.framework.conf import arg_bool, arg_int
-from daemon.scheduler.framework.priority_queue import PriorityQueue
-from daemon.scheduler.framework.session import EventHandler, Session
-from daemon.scheduler.model.job import JobInfo
-from daemon.scheduler.model.queue import ROOT_QUEUE, QueueInfo
-from daemon.scheduler.model.resources import Default, Resource
-from daemon.scheduler.model.task import TaskInfo
-from daemon.scheduler.plugins.capacity_tree import (
+from fumarole.daemon.scheduler.framework import combinators as cb
+from fumarole.daemon.scheduler.framework.conf import arg_bool, arg_int
+from fumarole.daemon.scheduler.framework.priority_queue import PriorityQueue
+from fumarole.daemon.scheduler.framework.session import EventHandler, Session
+from fumarole.daemon.scheduler.model.job import JobInfo
+from fumarole.daemon.scheduler.model.queue import ROOT_QUEUE, QueueInfo
+from fumarole.daemon.scheduler.model.resources import Default, Resource
+from fumarole.daemon.scheduler.model.task import TaskInfo
+from fumarole.daemon.scheduler.plugins.capacity_tree import (
     BuildResult,
     QueueAttr,
     ancestor_at_depth,
@@ -34,7 +34,7 @@ from daemon.scheduler.plugins.capacity_tree import (
     intersection_without_pods,
     less_equal_partly_zero_filtered,
 )
-from daemon.scheduler.plugins.util import deduct_sch_gated, format_resource_names
+from fumarole.daemon.scheduler.plugins.util import deduct_sch_gated, format_resource_names
 
 NAME = "capacity"
 ANCESTOR_RECLAIM_LEVEL = "ancestorReclaimLevel"

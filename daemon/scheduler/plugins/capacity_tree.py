@@ -9,11 +9,18 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from daemon.scheduler.model.job import PHASE_INQUEUE, PHASE_RUNNING, JobInfo
-from daemon.scheduler.model.queue import ROOT_QUEUE, QueueInfo
-from daemon.scheduler.model.resources import MIN_RESOURCE, PODS, Default, Resource, exceeded_part, share
-from daemon.scheduler.model.task import ALLOCATED_STATUSES, TaskStatus
-from daemon.scheduler.plugins.util import (
+from fumarole.daemon.scheduler.model.job import PHASE_INQUEUE, PHASE_RUNNING, JobInfo
+from fumarole.daemon.scheduler.model.queue import ROOT_QUEUE, QueueInfo
+from fumarole.daemon.scheduler.model.resources import (
+    MIN_RESOURCE,
+    PODS,
+    Default,
+    Resource,
+    exceeded_part,
+    share,
+)
+from fumarole.daemon.scheduler.model.task import ALLOCATED_STATUSES, TaskStatus
+from fumarole.daemon.scheduler.plugins.util import (
     allocated_task_num,
     deduct_sch_gated,
     elastic_resources,

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from daemon.scheduler.framework import combinators as cb
-from daemon.scheduler.framework.session import Session
-from daemon.scheduler.model.task import TaskInfo
-from daemon.scheduler.plugins.sla import GoDurationError, parse_go_duration, to_nanos
+from fumarole.daemon.scheduler.framework import combinators as cb
+from fumarole.daemon.scheduler.framework.session import Session
+from fumarole.daemon.scheduler.model.task import TaskInfo
+from fumarole.daemon.scheduler.plugins.sla import GoDurationError, parse_go_duration, to_nanos
 
 NAME = "cdp"
 COOLDOWN_KEY = "volcano.sh/cooldown-time"

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from daemon.scheduler.framework import combinators as cb
-from daemon.scheduler.framework.session import Session
-from daemon.scheduler.model.task import TaskInfo
+from fumarole.daemon.scheduler.framework import combinators as cb
+from fumarole.daemon.scheduler.framework.session import Session
+from fumarole.daemon.scheduler.model.task import TaskInfo
 
 NAME = "conformance"
 CRITICAL_CLASSES = frozenset({"system-cluster-critical", "system-node-critical"})

@@ -31,16 +31,16 @@ from typing import Any
 
 import numpy as np
 
-from daemon.scheduler.framework import combinators as cb
-from daemon.scheduler.framework.conf import ConfError, arg_bool, arg_int, arg_str
-from daemon.scheduler.framework.nodetable import BoolArray, FloatArray, IntArray
-from daemon.scheduler.framework.session import EventError, EventHandler, Session
-from daemon.scheduler.model.fit import Code, FitError, fit_error
-from daemon.scheduler.model.node import NodeInfo
-from daemon.scheduler.model.task import TaskInfo, TaskStatus
-from daemon.scheduler.plugins.deviceshare_gpushare import GpuSharePool
-from daemon.scheduler.plugins.deviceshare_kept import KeptPools, kept_pools
-from daemon.scheduler.plugins.deviceshare_vgpu import (
+from fumarole.daemon.scheduler.framework import combinators as cb
+from fumarole.daemon.scheduler.framework.conf import ConfError, arg_bool, arg_int, arg_str
+from fumarole.daemon.scheduler.framework.nodetable import BoolArray, FloatArray, IntArray
+from fumarole.daemon.scheduler.framework.session import EventError, EventHandler, Session
+from fumarole.daemon.scheduler.model.fit import Code, FitError, fit_error
+from fumarole.daemon.scheduler.model.node import NodeInfo
+from fumarole.daemon.scheduler.model.task import TaskInfo, TaskStatus
+from fumarole.daemon.scheduler.plugins.deviceshare_gpushare import GpuSharePool
+from fumarole.daemon.scheduler.plugins.deviceshare_kept import KeptPools, kept_pools
+from fumarole.daemon.scheduler.plugins.deviceshare_vgpu import (
     FILTER_ERROR,
     VGpuPool,
     filter_key,

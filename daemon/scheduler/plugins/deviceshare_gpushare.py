@@ -16,8 +16,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from daemon.scheduler.model.node import NodeInfo
-    from daemon.scheduler.model.task import TaskInfo
+    from fumarole.daemon.scheduler.model.node import NodeInfo
+    from fumarole.daemon.scheduler.model.task import TaskInfo
 
 DEVICE_NAME = "GpuShare"
 LOCK_NAME = "gpu"

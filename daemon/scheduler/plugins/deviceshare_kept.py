@@ -23,12 +23,12 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from daemon.scheduler.framework.nodetable import BoolArray, FloatArray, IntArray
-from daemon.scheduler.model.task import TaskStatus
+from fumarole.daemon.scheduler.framework.nodetable import BoolArray, FloatArray, IntArray
+from fumarole.daemon.scheduler.model.task import TaskStatus
 
 if TYPE_CHECKING:
-    from daemon.scheduler.model.node import NodeInfo
-    from daemon.scheduler.model.node_derived import DerivedView
+    from fumarole.daemon.scheduler.model.node import NodeInfo
+    from fumarole.daemon.scheduler.model.node_derived import DerivedView
 
 KEY = "deviceshare"
 MEMO_LIMIT = 64

@@ -18,11 +18,11 @@ from collections.abc import Callable, Hashable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from daemon.scheduler.plugins.deviceshare_gpushare import atoi
+from fumarole.daemon.scheduler.plugins.deviceshare_gpushare import atoi
 
 if TYPE_CHECKING:
-    from daemon.scheduler.model.node import NodeInfo
-    from daemon.scheduler.model.task import TaskInfo
+    from fumarole.daemon.scheduler.model.node import NodeInfo
+    from fumarole.daemon.scheduler.model.task import TaskInfo
 
 DEVICE_NAME = "hamivgpu"
 LOCK_NAME = DEVICE_NAME

@@ -9,11 +9,11 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from daemon.scheduler.framework import combinators as cb
-from daemon.scheduler.framework.session import EventHandler, Session
-from daemon.scheduler.model.job import JobInfo
-from daemon.scheduler.model.resources import Resource, share
-from daemon.scheduler.model.task import TaskInfo
+from fumarole.daemon.scheduler.framework import combinators as cb
+from fumarole.daemon.scheduler.framework.session import EventHandler, Session
+from fumarole.daemon.scheduler.model.job import JobInfo
+from fumarole.daemon.scheduler.model.resources import Resource, share
+from fumarole.daemon.scheduler.model.task import TaskInfo
 
 NAME = "drf"
 SHARE_DELTA = 0.000001

@@ -27,13 +27,13 @@ from typing import Any
 
 import numpy as np
 
-from daemon.scheduler.framework import combinators as cb
-from daemon.scheduler.framework.conf import arg_int
-from daemon.scheduler.framework.nodetable import BoolArray, FloatArray, IntArray, NodeTable
-from daemon.scheduler.framework.session import Session
-from daemon.scheduler.model.node import NodeInfo
-from daemon.scheduler.model.task import TaskInfo, TaskStatus
-from daemon.scheduler.plugins.deviceshare_vgpu import (
+from fumarole.daemon.scheduler.framework import combinators as cb
+from fumarole.daemon.scheduler.framework.conf import arg_int
+from fumarole.daemon.scheduler.framework.nodetable import BoolArray, FloatArray, IntArray, NodeTable
+from fumarole.daemon.scheduler.framework.session import Session
+from fumarole.daemon.scheduler.model.node import NodeInfo
+from fumarole.daemon.scheduler.model.task import TaskInfo, TaskStatus
+from fumarole.daemon.scheduler.plugins.deviceshare_vgpu import (
     ASSIGNED_IDS,
     REGISTER,
     VGPU_CORES,
@@ -43,7 +43,7 @@ from daemon.scheduler.plugins.deviceshare_vgpu import (
     decode_node_devices,
     decode_pod_devices,
 )
-from daemon.scheduler.plugins.fgd_fragmentation import (
+from fumarole.daemon.scheduler.plugins.fgd_fragmentation import (
     PodShape,
     fragmentation_and_card_table,
     node_fragmentation,

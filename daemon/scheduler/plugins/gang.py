@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from daemon.scheduler.framework import combinators as cb
-from daemon.scheduler.framework.plugin import ValidateResult
-from daemon.scheduler.framework.session import Session
-from daemon.scheduler.model.job import Condition, JobInfo
-from daemon.scheduler.model.task import ALLOCATED_STATUSES, TaskInfo, TaskStatus
+from fumarole.daemon.scheduler.framework import combinators as cb
+from fumarole.daemon.scheduler.framework.plugin import ValidateResult
+from fumarole.daemon.scheduler.framework.session import Session
+from fumarole.daemon.scheduler.model.job import Condition, JobInfo
+from fumarole.daemon.scheduler.model.task import ALLOCATED_STATUSES, TaskInfo, TaskStatus
 
 NAME = "gang"
 NOT_ENOUGH_PODS_OF_TASK = "NotEnoughPodsOfTask"

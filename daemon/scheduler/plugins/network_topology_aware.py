@@ -25,15 +25,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from daemon.scheduler.framework import combinators as cb
-from daemon.scheduler.framework.conf import arg_bool, arg_float, arg_int
-from daemon.scheduler.framework.session import EventHandler, Session
-from daemon.scheduler.framework.topology import session_topology
-from daemon.scheduler.model.hypernode import Topology
-from daemon.scheduler.model.job import JobInfo
-from daemon.scheduler.model.node import NodeInfo
-from daemon.scheduler.model.resources import CPU, MEMORY, Resource
-from daemon.scheduler.model.task import TaskInfo, TaskStatus
+from fumarole.daemon.scheduler.framework import combinators as cb
+from fumarole.daemon.scheduler.framework.conf import arg_bool, arg_float, arg_int
+from fumarole.daemon.scheduler.framework.session import EventHandler, Session
+from fumarole.daemon.scheduler.framework.topology import session_topology
+from fumarole.daemon.scheduler.model.hypernode import Topology
+from fumarole.daemon.scheduler.model.job import JobInfo
+from fumarole.daemon.scheduler.model.node import NodeInfo
+from fumarole.daemon.scheduler.model.resources import CPU, MEMORY, Resource
+from fumarole.daemon.scheduler.model.task import TaskInfo, TaskStatus
 
 NAME = "network-topology-aware"
 MAX_NODE_SCORE = 100

@@ -6,15 +6,15 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from daemon.scheduler.framework import combinators as cb
-from daemon.scheduler.framework.conf import arg_bool
-from daemon.scheduler.framework.session import EventHandler, Session
-from daemon.scheduler.model.fit import Code, FitError, fit_error
-from daemon.scheduler.model.node import NodeInfo
-from daemon.scheduler.model.quantity import QuantityError, parse_quantity
-from daemon.scheduler.model.queue import ROOT_QUEUE, NodeGroupAffinity, QueueInfo
-from daemon.scheduler.model.resources import CPU, MEMORY, MIN_RESOURCE, Resource
-from daemon.scheduler.model.task import ALLOCATED_STATUSES, TaskInfo
+from fumarole.daemon.scheduler.framework import combinators as cb
+from fumarole.daemon.scheduler.framework.conf import arg_bool
+from fumarole.daemon.scheduler.framework.session import EventHandler, Session
+from fumarole.daemon.scheduler.model.fit import Code, FitError, fit_error
+from fumarole.daemon.scheduler.model.node import NodeInfo
+from fumarole.daemon.scheduler.model.quantity import QuantityError, parse_quantity
+from fumarole.daemon.scheduler.model.queue import ROOT_QUEUE, NodeGroupAffinity, QueueInfo
+from fumarole.daemon.scheduler.model.resources import CPU, MEMORY, MIN_RESOURCE, Resource
+from fumarole.daemon.scheduler.model.task import ALLOCATED_STATUSES, TaskInfo
 
 NAME = "nodegroup"
 GROUP_LABEL = "volcano.sh/nodegroup-name"

@@ -57,17 +57,17 @@ from typing import Any
 
 import numpy as np
 
-from daemon.scheduler.framework import combinators as cb
-from daemon.scheduler.framework.conf import arg_int
-from daemon.scheduler.framework.nodetable import BoolArray, FloatArray, IntArray
-from daemon.scheduler.framework.session import Session
-from daemon.scheduler.model.node import NodeInfo
-from daemon.scheduler.model.resources import Resource
-from daemon.scheduler.model.task import PodFacts, TaskInfo, Toleration
-from daemon.scheduler.plugins.k8s.labels import SelectorError
-from daemon.scheduler.plugins.k8s.node_affinity import preferred_node_terms, required_node_affinity
-from daemon.scheduler.plugins.k8s.node_label_table import NodeLabelTable
-from daemon.scheduler.plugins.k8s.node_mirror import (
+from fumarole.daemon.scheduler.framework import combinators as cb
+from fumarole.daemon.scheduler.framework.conf import arg_int
+from fumarole.daemon.scheduler.framework.nodetable import BoolArray, FloatArray, IntArray
+from fumarole.daemon.scheduler.framework.session import Session
+from fumarole.daemon.scheduler.model.node import NodeInfo
+from fumarole.daemon.scheduler.model.resources import Resource
+from fumarole.daemon.scheduler.model.task import PodFacts, TaskInfo, Toleration
+from fumarole.daemon.scheduler.plugins.k8s.labels import SelectorError
+from fumarole.daemon.scheduler.plugins.k8s.node_affinity import preferred_node_terms, required_node_affinity
+from fumarole.daemon.scheduler.plugins.k8s.node_label_table import NodeLabelTable
+from fumarole.daemon.scheduler.plugins.k8s.node_mirror import (
     DEFAULT_MEMORY_REQUEST,
     DEFAULT_MILLI_CPU_REQUEST,
     GPU,
@@ -75,15 +75,15 @@ from daemon.scheduler.plugins.k8s.node_mirror import (
     namespace_labels,
     node_mirror,
 )
-from daemon.scheduler.plugins.k8s.pod_affinity_terms import merge_pod_affinity
-from daemon.scheduler.plugins.k8s.spread_constraints import (
+from fumarole.daemon.scheduler.plugins.k8s.pod_affinity_terms import merge_pod_affinity
+from fumarole.daemon.scheduler.plugins.k8s.spread_constraints import (
     HOSTNAME_LABEL,
     SCHEDULE_ANYWAY,
     SpreadConstraint,
     raw_spread_constraints,
     spread_constraints,
 )
-from daemon.scheduler.plugins.k8s.taint_toleration import (
+from fumarole.daemon.scheduler.plugins.k8s.taint_toleration import (
     PREFER_NO_SCHEDULE,
     count_intolerable_prefer_no_schedule,
     prefer_no_schedule_tolerations,

@@ -29,12 +29,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from daemon.scheduler.framework import combinators as cb
-from daemon.scheduler.framework.conf import arg_int
-from daemon.scheduler.framework.session import EventHandler, Session
-from daemon.scheduler.model.fit import Code, FitError, fit_error
-from daemon.scheduler.model.node import NodeInfo
-from daemon.scheduler.model.numa import (
+from fumarole.daemon.scheduler.framework import combinators as cb
+from fumarole.daemon.scheduler.framework.conf import arg_int
+from fumarole.daemon.scheduler.framework.session import EventHandler, Session
+from fumarole.daemon.scheduler.model.fit import Code, FitError, fit_error
+from fumarole.daemon.scheduler.model.node import NodeInfo
+from fumarole.daemon.scheduler.model.numa import (
     CPU_MANAGER_POLICY,
     NUMA_CPUS_ANNOTATION,
     TOPOLOGY_MANAGER_POLICY,
@@ -43,8 +43,8 @@ from daemon.scheduler.model.numa import (
     format_cpuset,
     parse_cpuset,
 )
-from daemon.scheduler.model.task import ALLOCATED_STATUSES, TaskInfo
-from daemon.scheduler.plugins import numa_cpumanager, numa_policy
+from fumarole.daemon.scheduler.model.task import ALLOCATED_STATUSES, TaskInfo
+from fumarole.daemon.scheduler.plugins import numa_cpumanager, numa_policy
 
 NAME = "numa-aware"
 POLICY_ANNOTATION = "volcano.sh/numa-topology-policy"

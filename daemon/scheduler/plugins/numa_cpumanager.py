@@ -26,8 +26,8 @@ from collections.abc import Callable
 from fractions import Fraction
 from typing import TypeVar
 
-from daemon.scheduler.model.numa import CPUDetails
-from daemon.scheduler.plugins.numa_policy import Hint, bits_of, count, iterate_bitmasks
+from fumarole.daemon.scheduler.model.numa import CPUDetails
+from fumarole.daemon.scheduler.plugins.numa_policy import Hint, bits_of, count, iterate_bitmasks
 
 T = TypeVar("T")
 CPU = "cpu"

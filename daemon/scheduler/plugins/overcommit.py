@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from daemon.scheduler.framework import combinators as cb
-from daemon.scheduler.framework.conf import arg_float
-from daemon.scheduler.framework.kept_sum import KeptSum, exact
-from daemon.scheduler.framework.session import Session
-from daemon.scheduler.model.job import PHASE_INQUEUE, PHASE_RUNNING, JobInfo
-from daemon.scheduler.model.resources import Resource
-from daemon.scheduler.plugins.util import (
+from fumarole.daemon.scheduler.framework import combinators as cb
+from fumarole.daemon.scheduler.framework.conf import arg_float
+from fumarole.daemon.scheduler.framework.kept_sum import KeptSum, exact
+from fumarole.daemon.scheduler.framework.session import Session
+from fumarole.daemon.scheduler.model.job import PHASE_INQUEUE, PHASE_RUNNING, JobInfo
+from fumarole.daemon.scheduler.model.resources import Resource
+from fumarole.daemon.scheduler.plugins.util import (
     allocated_task_num,
     deduct_sch_gated,
     format_resource_names,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from daemon.scheduler.plugins.paper_scores import PaperScore, new_gpupacking
+from fumarole.daemon.scheduler.plugins.paper_scores import PaperScore, new_gpupacking
 
 NAME = "paper-gpupacking"
 

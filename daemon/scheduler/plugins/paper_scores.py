@@ -35,14 +35,14 @@ from typing import Any
 
 import numpy as np
 
-from daemon.scheduler.framework import combinators as cb
-from daemon.scheduler.framework.conf import arg_int
-from daemon.scheduler.framework.nodetable import FloatArray, IntArray
-from daemon.scheduler.framework.session import Session
-from daemon.scheduler.framework.ties import least_key, task_key
-from daemon.scheduler.model.task import TaskInfo, TaskStatus
-from daemon.scheduler.plugins.deviceshare_vgpu import VCard
-from daemon.scheduler.plugins.fgd import FgdPlugin, task_gpu
+from fumarole.daemon.scheduler.framework import combinators as cb
+from fumarole.daemon.scheduler.framework.conf import arg_int
+from fumarole.daemon.scheduler.framework.nodetable import FloatArray, IntArray
+from fumarole.daemon.scheduler.framework.session import Session
+from fumarole.daemon.scheduler.framework.ties import least_key, task_key
+from fumarole.daemon.scheduler.model.task import TaskInfo, TaskStatus
+from fumarole.daemon.scheduler.plugins.deviceshare_vgpu import VCard
+from fumarole.daemon.scheduler.plugins.fgd import FgdPlugin, task_gpu
 
 __all__ = ["NAMES", "new_bestfit", "new_dotprod", "new_gpuclustering", "new_gpupacking", "new_random"]
 
@@ -118,7 +118,7 @@ class RandomScore(PaperScore):
         room = [i for i in idx if MILLI - cards[i].used_core * 10 >= milli]
         if not room:
             return None
-        from daemon.scheduler.framework.ties import node_keys
+        from fumarole.daemon.scheduler.framework.ties import node_keys
 
         pick = room[least_key(node_keys([cards[i].uuid for i in room]), task_key(self.seed, task.key))]
         return [pick] + [i for i in idx if i != pick]

@@ -4,11 +4,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from daemon.scheduler.framework import combinators as cb
-from daemon.scheduler.framework.session import Session
-from daemon.scheduler.model.queue import PodDisruptionBudgetInfo
-from daemon.scheduler.model.task import TaskInfo
-from daemon.scheduler.plugins.k8s.labels import LabelSelector, SelectorError, label_selector_from_meta
+from fumarole.daemon.scheduler.framework import combinators as cb
+from fumarole.daemon.scheduler.framework.session import Session
+from fumarole.daemon.scheduler.model.queue import PodDisruptionBudgetInfo
+from fumarole.daemon.scheduler.model.task import TaskInfo
+from fumarole.daemon.scheduler.plugins.k8s.labels import (
+    LabelSelector,
+    SelectorError,
+    label_selector_from_meta,
+)
 
 NAME = "pdb"
 

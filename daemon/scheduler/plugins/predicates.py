@@ -66,14 +66,14 @@ from typing import Any
 
 import numpy as np
 
-from daemon.scheduler.framework import combinators as cb
-from daemon.scheduler.framework.conf import arg_bool
-from daemon.scheduler.framework.nodetable import BoolArray, Int8Array, IntArray
-from daemon.scheduler.framework.session import EventHandler, Session
-from daemon.scheduler.model.fit import NODE_POD_NUMBER_EXCEEDED, Code, FitError
-from daemon.scheduler.model.node import NodeInfo
-from daemon.scheduler.model.task import PodFacts, TaskInfo
-from daemon.scheduler.plugins.k8s.inter_pod_affinity import (
+from fumarole.daemon.scheduler.framework import combinators as cb
+from fumarole.daemon.scheduler.framework.conf import arg_bool
+from fumarole.daemon.scheduler.framework.nodetable import BoolArray, Int8Array, IntArray
+from fumarole.daemon.scheduler.framework.session import EventHandler, Session
+from fumarole.daemon.scheduler.model.fit import NODE_POD_NUMBER_EXCEEDED, Code, FitError
+from fumarole.daemon.scheduler.model.node import NodeInfo
+from fumarole.daemon.scheduler.model.task import PodFacts, TaskInfo
+from fumarole.daemon.scheduler.plugins.k8s.inter_pod_affinity import (
     IPA_AFFINITY,
     IPA_REASONS,
     SIM_INTERPOD_KEY,
@@ -85,29 +85,32 @@ from daemon.scheduler.plugins.k8s.inter_pod_affinity import (
     interpod_state,
     update_interpod,
 )
-from daemon.scheduler.plugins.k8s.labels import SelectorError
-from daemon.scheduler.plugins.k8s.node_affinity import (
+from fumarole.daemon.scheduler.plugins.k8s.labels import SelectorError
+from fumarole.daemon.scheduler.plugins.k8s.node_affinity import (
     RequiredNodeAffinity,
     node_names_conflict,
     required_node_affinity,
     required_node_selector_raw,
 )
-from daemon.scheduler.plugins.k8s.node_mirror import NodeMirror, namespace_labels, node_mirror
-from daemon.scheduler.plugins.k8s.node_ports import port_conflict
-from daemon.scheduler.plugins.k8s.pod_affinity_terms import merge_pod_affinity
-from daemon.scheduler.plugins.k8s.pod_topology_spread import (
+from fumarole.daemon.scheduler.plugins.k8s.node_mirror import NodeMirror, namespace_labels, node_mirror
+from fumarole.daemon.scheduler.plugins.k8s.node_ports import port_conflict
+from fumarole.daemon.scheduler.plugins.k8s.pod_affinity_terms import merge_pod_affinity
+from fumarole.daemon.scheduler.plugins.k8s.pod_topology_spread import (
     SPREAD_REASONS,
     SpreadState,
     spread_filter,
     spread_filter_rows,
     spread_state,
 )
-from daemon.scheduler.plugins.k8s.spread_constraints import (
+from fumarole.daemon.scheduler.plugins.k8s.spread_constraints import (
     DO_NOT_SCHEDULE,
     raw_spread_constraints,
     spread_constraints,
 )
-from daemon.scheduler.plugins.k8s.taint_toleration import find_untolerated_taint, tolerates_unschedulable
+from fumarole.daemon.scheduler.plugins.k8s.taint_toleration import (
+    find_untolerated_taint,
+    tolerates_unschedulable,
+)
 
 NAME = "predicates"
 

@@ -12,20 +12,20 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from daemon.scheduler.framework import combinators as cb
-from daemon.scheduler.framework.session import EventHandler, Session
-from daemon.scheduler.model.job import JobInfo
-from daemon.scheduler.model.queue import QueueInfo
-from daemon.scheduler.model.resources import Default, Resource, exceeded_part, share
-from daemon.scheduler.model.task import TaskInfo, TaskStatus
-from daemon.scheduler.plugins.proportion_sums import (
+from fumarole.daemon.scheduler.framework import combinators as cb
+from fumarole.daemon.scheduler.framework.session import EventHandler, Session
+from fumarole.daemon.scheduler.model.job import JobInfo
+from fumarole.daemon.scheduler.model.queue import QueueInfo
+from fumarole.daemon.scheduler.model.resources import Default, Resource, exceeded_part, share
+from fumarole.daemon.scheduler.model.task import TaskInfo, TaskStatus
+from fumarole.daemon.scheduler.plugins.proportion_sums import (
     KeptSums,
     add_requests,
     add_twice,
     job_figures,
     kept_queue_sums,
 )
-from daemon.scheduler.plugins.util import (
+from fumarole.daemon.scheduler.plugins.util import (
     deduct_sch_gated,
     deep_equal,
     format_resource_names,

@@ -37,11 +37,11 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
-from daemon.scheduler.framework.kept_sum import add_counted, below_limit, exact
-from daemon.scheduler.model.job import PHASE_INQUEUE, PHASE_RUNNING, JobInfo
-from daemon.scheduler.model.resources import Resource
-from daemon.scheduler.model.task import TaskInfo, TaskStatus
-from daemon.scheduler.plugins.util import (
+from fumarole.daemon.scheduler.framework.kept_sum import add_counted, below_limit, exact
+from fumarole.daemon.scheduler.model.job import PHASE_INQUEUE, PHASE_RUNNING, JobInfo
+from fumarole.daemon.scheduler.model.resources import Resource
+from fumarole.daemon.scheduler.model.task import TaskInfo, TaskStatus
+from fumarole.daemon.scheduler.plugins.util import (
     allocated_task_num,
     deduct_sch_gated,
     elastic_resources,

@@ -31,12 +31,12 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from daemon.scheduler.framework import combinators as cb
-from daemon.scheduler.framework.session import Session
-from daemon.scheduler.model.node import NodeInfo
-from daemon.scheduler.model.node_usage import node_usage
-from daemon.scheduler.model.task import TaskInfo
-from daemon.scheduler.plugins.sla import NANOS_PER_SECOND, GoDurationError, parse_go_duration
+from fumarole.daemon.scheduler.framework import combinators as cb
+from fumarole.daemon.scheduler.framework.session import Session
+from fumarole.daemon.scheduler.model.node import NodeInfo
+from fumarole.daemon.scheduler.model.node_usage import node_usage
+from fumarole.daemon.scheduler.model.task import TaskInfo
+from fumarole.daemon.scheduler.plugins.sla import NANOS_PER_SECOND, GoDurationError, parse_go_duration
 
 NAME = "rescheduling"
 DEFAULT_INTERVAL_S = 300.0

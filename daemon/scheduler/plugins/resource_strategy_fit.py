@@ -16,13 +16,13 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from daemon.scheduler.framework import combinators as cb
-from daemon.scheduler.framework.conf import ConfError
-from daemon.scheduler.framework.session import Session
-from daemon.scheduler.model.fit import Code, FitError, fit_error
-from daemon.scheduler.model.node import NodeInfo
-from daemon.scheduler.model.resources import CPU, MEMORY
-from daemon.scheduler.model.task import TaskInfo
+from fumarole.daemon.scheduler.framework import combinators as cb
+from fumarole.daemon.scheduler.framework.conf import ConfError
+from fumarole.daemon.scheduler.framework.session import Session
+from fumarole.daemon.scheduler.model.fit import Code, FitError, fit_error
+from fumarole.daemon.scheduler.model.node import NodeInfo
+from fumarole.daemon.scheduler.model.resources import CPU, MEMORY
+from fumarole.daemon.scheduler.model.task import TaskInfo
 
 NAME = "resource-strategy-fit"
 DEFAULT_WEIGHT = 10

@@ -5,12 +5,12 @@ from __future__ import annotations
 from fractions import Fraction
 from typing import Any
 
-from daemon.scheduler.framework import combinators as cb
-from daemon.scheduler.framework.session import Session
-from daemon.scheduler.model.job import JobInfo
-from daemon.scheduler.model.quantity import QuantityError, format_quantity, parse_quantity
-from daemon.scheduler.model.queue import ResourceQuotaInfo
-from daemon.scheduler.model.resources import CPU, MEMORY, PODS, Resource
+from fumarole.daemon.scheduler.framework import combinators as cb
+from fumarole.daemon.scheduler.framework.session import Session
+from fumarole.daemon.scheduler.model.job import JobInfo
+from fumarole.daemon.scheduler.model.quantity import QuantityError, format_quantity, parse_quantity
+from fumarole.daemon.scheduler.model.queue import ResourceQuotaInfo
+from fumarole.daemon.scheduler.model.resources import CPU, MEMORY, PODS, Resource
 
 NAME = "resourcequota"
 

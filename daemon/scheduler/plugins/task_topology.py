@@ -18,13 +18,13 @@ from dataclasses import dataclass, field
 from functools import cmp_to_key
 from typing import Any
 
-from daemon.scheduler.framework import combinators as cb
-from daemon.scheduler.framework.conf import arg_int
-from daemon.scheduler.framework.session import EventHandler, Session
-from daemon.scheduler.model.job import JobInfo
-from daemon.scheduler.model.node import NodeInfo
-from daemon.scheduler.model.resources import Default, Resource
-from daemon.scheduler.model.task import TaskInfo, TaskStatus
+from fumarole.daemon.scheduler.framework import combinators as cb
+from fumarole.daemon.scheduler.framework.conf import arg_int
+from fumarole.daemon.scheduler.framework.session import EventHandler, Session
+from fumarole.daemon.scheduler.model.job import JobInfo
+from fumarole.daemon.scheduler.model.node import NodeInfo
+from fumarole.daemon.scheduler.model.resources import Default, Resource
+from fumarole.daemon.scheduler.model.task import TaskInfo, TaskStatus
 
 NAME = "task-topology"
 WEIGHT = "task-topology.weight"

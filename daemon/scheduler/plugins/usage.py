@@ -31,21 +31,21 @@ from typing import Any
 
 import numpy as np
 
-from daemon.scheduler.framework import combinators as cb
-from daemon.scheduler.framework.conf import arg_float, arg_int
-from daemon.scheduler.framework.nodetable import FloatArray, IntArray
-from daemon.scheduler.framework.session import EventHandler, Session
-from daemon.scheduler.model.fit import Code, FitError, fit_error
-from daemon.scheduler.model.node import NodeInfo
-from daemon.scheduler.model.node_usage import (
+from fumarole.daemon.scheduler.framework import combinators as cb
+from fumarole.daemon.scheduler.framework.conf import arg_float, arg_int
+from fumarole.daemon.scheduler.framework.nodetable import FloatArray, IntArray
+from fumarole.daemon.scheduler.framework.session import EventHandler, Session
+from fumarole.daemon.scheduler.model.fit import Code, FitError, fit_error
+from fumarole.daemon.scheduler.model.node import NodeInfo
+from fumarole.daemon.scheduler.model.node_usage import (
     METRICS_ACTIVE_SECONDS,
     NODE_METRICS_PERIOD,
     NodeUsage,
     node_usage,
 )
-from daemon.scheduler.model.quantity import QuantityError, milli_value, parse_quantity, whole_value
-from daemon.scheduler.model.task import TaskInfo, TaskStatus
-from daemon.scheduler.plugins.sla import NANOS_PER_SECOND, GoDurationError, parse_go_duration
+from fumarole.daemon.scheduler.model.quantity import QuantityError, milli_value, parse_quantity, whole_value
+from fumarole.daemon.scheduler.model.task import TaskInfo, TaskStatus
+from fumarole.daemon.scheduler.plugins.sla import NANOS_PER_SECOND, GoDurationError, parse_go_duration
 
 NAME = "usage"
 MAX_NODE_SCORE = 100.0

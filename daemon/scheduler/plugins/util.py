@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from daemon.scheduler.model.job import JobInfo
-from daemon.scheduler.model.resources import EPHEMERAL_STORAGE, PODS, Resource, exceeded_part
-from daemon.scheduler.model.task import ALLOCATED_STATUSES, TaskStatus
+from fumarole.daemon.scheduler.model.job import JobInfo
+from fumarole.daemon.scheduler.model.resources import EPHEMERAL_STORAGE, PODS, Resource, exceeded_part
+from fumarole.daemon.scheduler.model.task import ALLOCATED_STATUSES, TaskStatus
 
 
 def inqueue_resource(job: JobInfo, allocated: Resource) -> Resource:

@@ -22,9 +22,9 @@ from fumarole_sched_kit import (
     task_of,
 )
 
-from daemon.scheduler.framework import combinators as cb
-from daemon.scheduler.framework.session import Session
-from daemon.scheduler.model.task import PodFacts, TaskStatus
+from fumarole.daemon.scheduler.framework import combinators as cb
+from fumarole.daemon.scheduler.framework.session import Session
+from fumarole.daemon.scheduler.model.task import PodFacts, TaskStatus
 
 S = TaskStatus
 GANG = mk_conf("allocate", ["priority", "gang"])
@@ -318,7 +318,7 @@ def test_predicate_failure_reason_in_fit_errors() -> None:
     mk_task(j, "j-0", "1", "1Gi")
     snap = mk_snapshot([mk_node("n1"), mk_node("n2"), mk_node("n3", "0", "8Gi")], [j])
     ssn = open_session(snap, GANG)
-    from daemon.scheduler.model.fit import Code, fit_error
+    from fumarole.daemon.scheduler.model.fit import Code, fit_error
 
     fake(
         ssn,

@@ -10,8 +10,8 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from fumarole_sched_kit import add_tasks, mk_job, mk_node, mk_queue, mk_snapshot, rl
 
-from daemon.scheduler.framework.conf import DEFAULT_SCHEDULER_CONF, parse_conf
-from daemon.scheduler.framework.run import run_session
+from fumarole.daemon.scheduler.framework.conf import DEFAULT_SCHEDULER_CONF, parse_conf
+from fumarole.daemon.scheduler.framework.run import run_session
 
 
 def test_three_queue_example_under_default_conf() -> None:

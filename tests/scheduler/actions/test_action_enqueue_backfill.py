@@ -23,9 +23,9 @@ from fumarole_sched_kit import (
     task_of,
 )
 
-from daemon.scheduler.framework import combinators as cb
-from daemon.scheduler.framework.session import Session
-from daemon.scheduler.model.task import TaskStatus
+from fumarole.daemon.scheduler.framework import combinators as cb
+from fumarole.daemon.scheduler.framework.session import Session
+from fumarole.daemon.scheduler.model.task import TaskStatus
 
 S = TaskStatus
 ENQ = mk_conf("enqueue", ["priority", "gang"], ["overcommit"])

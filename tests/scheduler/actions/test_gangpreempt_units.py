@@ -8,16 +8,16 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from fumarole_sched_kit import add_tasks, mk_conf, mk_job, mk_node, mk_snapshot, open_session, run_actions
 
-from daemon.scheduler.actions import victims as vh
-from daemon.scheduler.actions.gang_eviction import (
+from fumarole.daemon.scheduler.actions import victims as vh
+from fumarole.daemon.scheduler.actions.gang_eviction import (
     CLUSTER_DOMAIN,
     DEFAULT_MAX_DOMAINS,
     pick_domains_from_gradients,
 )
-from daemon.scheduler.actions.gangpreempt import GangPreempt
-from daemon.scheduler.model.job import JobInfo
-from daemon.scheduler.model.resources import Resource
-from daemon.scheduler.model.task import TaskStatus
+from fumarole.daemon.scheduler.actions.gangpreempt import GangPreempt
+from fumarole.daemon.scheduler.model.job import JobInfo
+from fumarole.daemon.scheduler.model.resources import Resource
+from fumarole.daemon.scheduler.model.task import TaskStatus
 
 R = TaskStatus.RUNNING
 GANG = mk_conf("gangpreempt", ["priority", "gang", "conformance"])

@@ -21,10 +21,10 @@ from fumarole_sched_kit import (
     statuses,
 )
 
-from daemon.scheduler.framework.session import Session
-from daemon.scheduler.model.queue import QueueInfo
-from daemon.scheduler.model.snapshot import ClusterSnapshot
-from daemon.scheduler.model.task import PodFacts, TaskStatus
+from fumarole.daemon.scheduler.framework.session import Session
+from fumarole.daemon.scheduler.model.queue import QueueInfo
+from fumarole.daemon.scheduler.model.snapshot import ClusterSnapshot
+from fumarole.daemon.scheduler.model.task import PodFacts, TaskStatus
 
 S = TaskStatus
 TIERS = (

@@ -21,12 +21,12 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from fumarole_sched_kit import mk_conf, mk_job, mk_node, mk_queue, mk_snapshot, mk_task, open_session
 
-from daemon.scheduler.actions import gang_eviction, gangreclaim
-from daemon.scheduler.actions.gang_eviction import pick_domains_from_gradients
-from daemon.scheduler.actions.victims import flatten_bundles, sum_resreq
-from daemon.scheduler.framework import combinators as cb
-from daemon.scheduler.framework.session import Session
-from daemon.scheduler.model.task import TaskInfo, TaskStatus
+from fumarole.daemon.scheduler.actions import gang_eviction, gangreclaim
+from fumarole.daemon.scheduler.actions.gang_eviction import pick_domains_from_gradients
+from fumarole.daemon.scheduler.actions.victims import flatten_bundles, sum_resreq
+from fumarole.daemon.scheduler.framework import combinators as cb
+from fumarole.daemon.scheduler.framework.session import Session
+from fumarole.daemon.scheduler.model.task import TaskInfo, TaskStatus
 
 S = TaskStatus
 

@@ -17,8 +17,8 @@ from fumarole_sched_kit import (
     run_actions,
 )
 
-from daemon.scheduler.actions.preempt import Preempt
-from daemon.scheduler.model.task import PodFacts, TaskStatus
+from fumarole.daemon.scheduler.actions.preempt import Preempt
+from fumarole.daemon.scheduler.model.task import PodFacts, TaskStatus
 
 S = TaskStatus
 R = S.RUNNING

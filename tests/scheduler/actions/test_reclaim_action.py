@@ -21,13 +21,13 @@ from fumarole_sched_kit import (
     task_of,
 )
 
-from daemon.scheduler.actions import reclaim, victims
-from daemon.scheduler.framework import combinators as cb
-from daemon.scheduler.framework.session import Session
-from daemon.scheduler.model.job import JobInfo
-from daemon.scheduler.model.queue import QueueInfo
-from daemon.scheduler.model.snapshot import ClusterSnapshot
-from daemon.scheduler.model.task import PodFacts, TaskStatus
+from fumarole.daemon.scheduler.actions import reclaim, victims
+from fumarole.daemon.scheduler.framework import combinators as cb
+from fumarole.daemon.scheduler.framework.session import Session
+from fumarole.daemon.scheduler.model.job import JobInfo
+from fumarole.daemon.scheduler.model.queue import QueueInfo
+from fumarole.daemon.scheduler.model.snapshot import ClusterSnapshot
+from fumarole.daemon.scheduler.model.task import PodFacts, TaskStatus
 
 S = TaskStatus
 # Volcano's built-in default tiers plus the reclaim action (every flag enabled, as in a file).
@@ -318,7 +318,7 @@ def test_decisions_are_stable_across_runs() -> None:
 
 # --------------------------------------------------------------------------- helpers
 def test_predicate_for_preempt_tolerates_plain_unschedulable_only() -> None:
-    from daemon.scheduler.model.fit import Code, fit_error
+    from fumarole.daemon.scheduler.model.fit import Code, fit_error
 
     snap = hog_and_starver()
     ssn = open_session(snap, CONF)
@@ -341,7 +341,7 @@ def test_predicate_for_preempt_tolerates_plain_unschedulable_only() -> None:
 
 
 def test_unresolvable_node_from_an_earlier_action_is_not_tried() -> None:
-    from daemon.scheduler.model.fit import Code, FitErrors, fit_error
+    from fumarole.daemon.scheduler.model.fit import Code, FitErrors, fit_error
 
     snap = hog_and_starver()
     ssn = open_session(snap, CONF)

@@ -23,10 +23,10 @@ from fumarole_sched_kit import (
     task_of,
 )
 
-from daemon.scheduler.framework import combinators as cb
-from daemon.scheduler.framework.session import Session
-from daemon.scheduler.model.snapshot import ClusterSnapshot
-from daemon.scheduler.model.task import TaskInfo, TaskStatus
+from fumarole.daemon.scheduler.framework import combinators as cb
+from fumarole.daemon.scheduler.framework.session import Session
+from fumarole.daemon.scheduler.model.snapshot import ClusterSnapshot
+from fumarole.daemon.scheduler.model.task import TaskInfo, TaskStatus
 
 S = TaskStatus
 LOW, HIGH = 10, 100
@@ -121,7 +121,7 @@ def test_only_running_tasks_are_offered_and_first_non_empty_tier_decides() -> No
 
 
 def test_shuffle_through_the_cli_registry() -> None:
-    from daemon.scheduler.framework.registry import ACTIONS, KNOWN_UNIMPLEMENTED_ACTIONS
+    from fumarole.daemon.scheduler.framework.registry import ACTIONS, KNOWN_UNIMPLEMENTED_ACTIONS
 
     assert "shuffle" in ACTIONS
     assert "shuffle" not in KNOWN_UNIMPLEMENTED_ACTIONS

@@ -14,15 +14,15 @@ from hypothesis import strategies as hst
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from fumarole_sched_kit import add_tasks, mk_conf, mk_job, mk_node, mk_queue, mk_snapshot, mk_task
 
-from daemon.scheduler.framework.close import (
+from fumarole.daemon.scheduler.framework.close import (
     pod_group_phase,
     update_job_statuses,
     update_queue_allocated,
 )
-from daemon.scheduler.framework.session import Session
-from daemon.scheduler.model.job import Condition, JobInfo
-from daemon.scheduler.model.queue import QueueInfo
-from daemon.scheduler.model.task import TaskStatus
+from fumarole.daemon.scheduler.framework.session import Session
+from fumarole.daemon.scheduler.model.job import Condition, JobInfo
+from fumarole.daemon.scheduler.model.queue import QueueInfo
+from fumarole.daemon.scheduler.model.task import TaskStatus
 
 S = TaskStatus
 SSN = SimpleNamespace(uid="s-1")

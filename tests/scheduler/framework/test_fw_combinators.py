@@ -11,12 +11,12 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from fumarole_sched_kit import mk_conf, mk_job, mk_node, mk_queue, mk_snapshot, mk_task
 
-from daemon.scheduler.framework import combinators as cb
-from daemon.scheduler.framework.combinators import compare_task_default
-from daemon.scheduler.framework.plugin import ValidateResult
-from daemon.scheduler.framework.session import Session
-from daemon.scheduler.model.job import JobInfo
-from daemon.scheduler.model.task import TaskInfo
+from fumarole.daemon.scheduler.framework import combinators as cb
+from fumarole.daemon.scheduler.framework.combinators import compare_task_default
+from fumarole.daemon.scheduler.framework.plugin import ValidateResult
+from fumarole.daemon.scheduler.framework.session import Session
+from fumarole.daemon.scheduler.model.job import JobInfo
+from fumarole.daemon.scheduler.model.task import TaskInfo
 
 PERMIT, ABSTAIN, REJECT = cb.PERMIT, cb.ABSTAIN, cb.REJECT
 

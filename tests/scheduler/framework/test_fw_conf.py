@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from daemon.scheduler.framework.conf import (
+from fumarole.daemon.scheduler.framework.conf import (
     DEFAULT_SCHEDULER_CONF,
     DEFAULTED_FLAGS,
     ConfError,

@@ -8,7 +8,7 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from daemon.scheduler.framework.priority_queue import PriorityQueue
+from fumarole.daemon.scheduler.framework.priority_queue import PriorityQueue
 
 
 class GoHeap:

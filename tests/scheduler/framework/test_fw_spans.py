@@ -8,9 +8,9 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from daemon.manifests import build_snapshot, load_objects
-from daemon.scheduler.framework.conf import DEFAULT_SCHEDULER_CONF, parse_conf
-from daemon.scheduler.framework.run import run_session
+from fumarole.daemon.manifests import build_snapshot, load_objects
+from fumarole.daemon.scheduler.framework.conf import DEFAULT_SCHEDULER_CONF, parse_conf
+from fumarole.daemon.scheduler.framework.run import run_session
 
 EXAMPLE = Path(__file__).resolve().parents[3] / "daemon" / "examples" / "cluster.yaml"
 

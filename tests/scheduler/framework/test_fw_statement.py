@@ -11,10 +11,10 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from fumarole_sched_kit import mk_conf, mk_job, mk_node, mk_snapshot, mk_task, open_session, task_of
 
-from daemon.scheduler.framework.session import EventHandler, Session
-from daemon.scheduler.framework.statement import Statement
-from daemon.scheduler.model.node import NodeInfo
-from daemon.scheduler.model.task import TaskStatus
+from fumarole.daemon.scheduler.framework.session import EventHandler, Session
+from fumarole.daemon.scheduler.framework.statement import Statement
+from fumarole.daemon.scheduler.model.node import NodeInfo
+from fumarole.daemon.scheduler.model.task import TaskStatus
 
 S = TaskStatus
 JOB = "default/j"

@@ -15,9 +15,9 @@ from hypothesis import strategies as st
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from fumarole_sched_kit import mk_conf, mk_job, mk_queue, mk_snapshot, open_session, pod_req
 
-from daemon.scheduler.framework import placement
-from daemon.scheduler.framework.combinators import Combinators
-from daemon.scheduler.framework.placement import (
+from fumarole.daemon.scheduler.framework import placement
+from fumarole.daemon.scheduler.framework.combinators import Combinators
+from fumarole.daemon.scheduler.framework.placement import (
     ErrorCache,
     SearchOptions,
     choose_node,
@@ -25,14 +25,14 @@ from daemon.scheduler.framework.placement import (
     memo_search,
     predicate_nodes,
 )
-from daemon.scheduler.framework.run import run_session
-from daemon.scheduler.framework.session import Session
-from daemon.scheduler.model.job import JobInfo
-from daemon.scheduler.model.node import NodeFacts, NodeInfo
-from daemon.scheduler.model.resources import Resource
-from daemon.scheduler.model.snapshot import ClusterSnapshot
-from daemon.scheduler.model.task import HostPort, PodFacts, Taint, TaskInfo, TaskStatus, Toleration
-from daemon.scheduler.plugins import binpack, nodeorder
+from fumarole.daemon.scheduler.framework.run import run_session
+from fumarole.daemon.scheduler.framework.session import Session
+from fumarole.daemon.scheduler.model.job import JobInfo
+from fumarole.daemon.scheduler.model.node import NodeFacts, NodeInfo
+from fumarole.daemon.scheduler.model.resources import Resource
+from fumarole.daemon.scheduler.model.snapshot import ClusterSnapshot
+from fumarole.daemon.scheduler.model.task import HostPort, PodFacts, Taint, TaskInfo, TaskStatus, Toleration
+from fumarole.daemon.scheduler.plugins import binpack, nodeorder
 
 GI = 1024**3
 

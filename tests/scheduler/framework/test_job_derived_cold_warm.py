@@ -22,16 +22,16 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from daemon.manifests import build_snapshot
-from daemon.scheduler.framework.run import SessionResult, run_session
-from daemon.scheduler.model.job import JobInfo
-from daemon.scheduler.model.node import NodeInfo
-from daemon.scheduler.model.node_derived import NodeDerived
-from daemon.scheduler.model.resources import Resource
-from daemon.scheduler.model.snapshot import ClusterSnapshot
-from daemon.scheduler.plugins.overcommit import NAME as OVERCOMMIT
-from daemon.scheduler.plugins.overcommit import _inqueue_part
-from daemon.scheduler.plugins.proportion import NAME as PROPORTION
+from fumarole.daemon.manifests import build_snapshot
+from fumarole.daemon.scheduler.framework.run import SessionResult, run_session
+from fumarole.daemon.scheduler.model.job import JobInfo
+from fumarole.daemon.scheduler.model.node import NodeInfo
+from fumarole.daemon.scheduler.model.node_derived import NodeDerived
+from fumarole.daemon.scheduler.model.resources import Resource
+from fumarole.daemon.scheduler.model.snapshot import ClusterSnapshot
+from fumarole.daemon.scheduler.plugins.overcommit import NAME as OVERCOMMIT
+from fumarole.daemon.scheduler.plugins.overcommit import _inqueue_part
+from fumarole.daemon.scheduler.plugins.proportion import NAME as PROPORTION
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from test_node_derived_cold_warm import CONF, _job, change, cluster, decisions, fold

@@ -17,15 +17,15 @@ from fumarole_sched_kit import mk_conf, mk_job, mk_node, mk_snapshot, mk_task
 from test_job_derived_cold_warm import warm_cold_sessions
 from test_node_derived_cold_warm import change, decisions, end_a_pod
 
-from daemon.scheduler.framework import combinators as cb
-from daemon.scheduler.framework import registry
-from daemon.scheduler.framework.conf import parse_conf
-from daemon.scheduler.framework.session import STARVING_MEMO, Session
-from daemon.scheduler.model.job import JobInfo
-from daemon.scheduler.model.node import NodeInfo
-from daemon.scheduler.model.node_derived import NodeDerived
-from daemon.scheduler.model.snapshot import ClusterSnapshot
-from daemon.scheduler.model.task import TaskStatus
+from fumarole.daemon.scheduler.framework import combinators as cb
+from fumarole.daemon.scheduler.framework import registry
+from fumarole.daemon.scheduler.framework.conf import parse_conf
+from fumarole.daemon.scheduler.framework.session import STARVING_MEMO, Session
+from fumarole.daemon.scheduler.model.job import JobInfo
+from fumarole.daemon.scheduler.model.node import NodeInfo
+from fumarole.daemon.scheduler.model.node_derived import NodeDerived
+from fumarole.daemon.scheduler.model.snapshot import ClusterSnapshot
+from fumarole.daemon.scheduler.model.task import TaskStatus
 
 CONF = parse_conf(
     """

@@ -3,8 +3,8 @@ included, and says when it cannot stand in for it."""
 
 from __future__ import annotations
 
-from daemon.scheduler.framework.kept_sum import KeptSum, exact
-from daemon.scheduler.model.resources import Resource
+from fumarole.daemon.scheduler.framework.kept_sum import KeptSum, exact
+from fumarole.daemon.scheduler.model.resources import Resource
 
 
 def cold(parts: list[Resource]) -> Resource:

@@ -25,19 +25,19 @@ from hypothesis import strategies as st
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from fumarole_sched_kit import priority_class_manifests, queue_manifest
 
-from daemon.manifests import build_snapshot
-from daemon.scheduler.framework.apply import apply_result
-from daemon.scheduler.framework.conf import parse_conf
-from daemon.scheduler.framework.run import SessionResult, run_session
-from daemon.scheduler.model.node import NodeInfo
-from daemon.scheduler.model.node_derived import NodeDerived
-from daemon.scheduler.model.snapshot import ClusterSnapshot
-from daemon.scheduler.model.task import Taint, TaskStatus
-from daemon.scheduler.plugins import fgd
-from daemon.study import core_engine
-from daemon.study.confs import PERCENTAGE_NODES_TO_FIND, PRESETS, preset_text
-from daemon.study.runs import Engine, timeline_log
-from daemon.study.trace import TraceNode, TracePod
+from fumarole.daemon.manifests import build_snapshot
+from fumarole.daemon.scheduler.framework.apply import apply_result
+from fumarole.daemon.scheduler.framework.conf import parse_conf
+from fumarole.daemon.scheduler.framework.run import SessionResult, run_session
+from fumarole.daemon.scheduler.model.node import NodeInfo
+from fumarole.daemon.scheduler.model.node_derived import NodeDerived
+from fumarole.daemon.scheduler.model.snapshot import ClusterSnapshot
+from fumarole.daemon.scheduler.model.task import Taint, TaskStatus
+from fumarole.daemon.scheduler.plugins import fgd
+from fumarole.daemon.study import core_engine
+from fumarole.daemon.study.confs import PERCENTAGE_NODES_TO_FIND, PRESETS, preset_text
+from fumarole.daemon.study.runs import Engine, timeline_log
+from fumarole.daemon.study.trace import TraceNode, TracePod
 
 CONF = parse_conf(
     """

@@ -15,9 +15,9 @@ from hypothesis import strategies as hst
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from fumarole_sched_kit import mk_node, mk_task
 
-from daemon.scheduler.framework.nodetable import NodeTable
-from daemon.scheduler.model.node import NodeError
-from daemon.scheduler.model.task import TaskStatus
+from fumarole.daemon.scheduler.framework.nodetable import NodeTable
+from fumarole.daemon.scheduler.model.node import NodeError
+from fumarole.daemon.scheduler.model.task import TaskStatus
 
 ON_NODE = [
     TaskStatus.ALLOCATED,

@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from daemon.scheduler.framework import registry
+from fumarole.daemon.scheduler.framework import registry
 
 
 @pytest.mark.parametrize("table", [registry.ACTIONS, registry.PLUGINS], ids=["actions", "plugins"])
@@ -22,8 +22,8 @@ def test_every_entry_is_its_module_name(table: dict[str, object]) -> None:
 
 
 def test_factories_build_the_modules_objects() -> None:
-    from daemon.scheduler.actions.allocate import Allocate
-    from daemon.scheduler.plugins.drf import DrfPlugin
+    from fumarole.daemon.scheduler.actions.allocate import Allocate
+    from fumarole.daemon.scheduler.plugins.drf import DrfPlugin
 
     assert isinstance(registry.ACTIONS["allocate"](), Allocate)
     assert isinstance(registry.PLUGINS["drf"]({}), DrfPlugin)
@@ -31,9 +31,9 @@ def test_factories_build_the_modules_objects() -> None:
 
 def test_importing_the_session_runner_imports_no_plugin() -> None:
     code = (
-        "import json, sys, daemon.scheduler.framework.run\n"
-        "print(json.dumps(sorted(m for m in sys.modules if m.startswith(('daemon.scheduler.plugins.', "
-        "'daemon.scheduler.actions.')))))\n"
+        "import json, sys, fumarole.daemon.scheduler.framework.run\n"
+        "print(json.dumps(sorted(m for m in sys.modules if m.startswith("
+        "('fumarole.daemon.scheduler.plugins.', 'fumarole.daemon.scheduler.actions.')))))\n"
     )
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     loaded = json.loads(p.stdout)

@@ -9,11 +9,11 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from fumarole_sched_kit import mk_conf, mk_job, mk_node, mk_snapshot, mk_task
 
-from daemon.scheduler.framework.run import run_session
-from daemon.scheduler.model.node import NodeInfo
-from daemon.scheduler.model.node_derived import NodeDerived
-from daemon.scheduler.model.snapshot import ClusterSnapshot
-from daemon.scheduler.model.task import TaskStatus
+from fumarole.daemon.scheduler.framework.run import run_session
+from fumarole.daemon.scheduler.model.node import NodeInfo
+from fumarole.daemon.scheduler.model.node_derived import NodeDerived
+from fumarole.daemon.scheduler.model.snapshot import ClusterSnapshot
+from fumarole.daemon.scheduler.model.task import TaskStatus
 
 
 def _snapshot() -> ClusterSnapshot:

@@ -5,14 +5,14 @@ from __future__ import annotations
 
 import gc
 
-from daemon.scheduler.framework.conf import DEFAULT_SCHEDULER_CONF, parse_conf
-from daemon.scheduler.framework.run import run_session
-from daemon.scheduler.model.job import JobInfo
-from daemon.scheduler.model.node import NodeInfo
-from daemon.scheduler.model.queue import QueueInfo
-from daemon.scheduler.model.resources import Resource
-from daemon.scheduler.model.snapshot import ClusterSnapshot
-from daemon.scheduler.model.task import TaskInfo, TaskStatus
+from fumarole.daemon.scheduler.framework.conf import DEFAULT_SCHEDULER_CONF, parse_conf
+from fumarole.daemon.scheduler.framework.run import run_session
+from fumarole.daemon.scheduler.model.job import JobInfo
+from fumarole.daemon.scheduler.model.node import NodeInfo
+from fumarole.daemon.scheduler.model.queue import QueueInfo
+from fumarole.daemon.scheduler.model.resources import Resource
+from fumarole.daemon.scheduler.model.snapshot import ClusterSnapshot
+from fumarole.daemon.scheduler.model.task import TaskInfo, TaskStatus
 
 
 def _snapshot(nodes: int = 20, jobs: int = 40) -> ClusterSnapshot:

@@ -10,9 +10,9 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from fumarole_sched_kit import add_tasks, mk_job, mk_task, pod_req
 
-from daemon.scheduler.model.fit import Code, FitErrors, fit_error
-from daemon.scheduler.model.resources import Resource
-from daemon.scheduler.model.task import TaskStatus, status_from_pod
+from fumarole.daemon.scheduler.model.fit import Code, FitErrors, fit_error
+from fumarole.daemon.scheduler.model.resources import Resource
+from fumarole.daemon.scheduler.model.task import TaskStatus, status_from_pod
 
 S = TaskStatus
 

@@ -10,8 +10,8 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from fumarole_sched_kit import mk_node, mk_task
 
-from daemon.scheduler.model.node import NodeError
-from daemon.scheduler.model.task import TaskStatus
+from fumarole.daemon.scheduler.model.node import NodeError
+from fumarole.daemon.scheduler.model.task import TaskStatus
 
 S = TaskStatus
 

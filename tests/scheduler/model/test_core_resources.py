@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from daemon.scheduler.model.resources import (
+from fumarole.daemon.scheduler.model.resources import (
     MIN_RESOURCE,
     Default,
     Resource,

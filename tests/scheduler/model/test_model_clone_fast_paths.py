@@ -8,10 +8,10 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from daemon.scheduler.model.job import JobInfo
-from daemon.scheduler.model.node import NodeInfo
-from daemon.scheduler.model.resources import Resource
-from daemon.scheduler.model.task import TaskInfo, TaskStatus
+from fumarole.daemon.scheduler.model.job import JobInfo
+from fumarole.daemon.scheduler.model.node import NodeInfo
+from fumarole.daemon.scheduler.model.resources import Resource
+from fumarole.daemon.scheduler.model.task import TaskInfo, TaskStatus
 
 
 def _task(i: int, status: TaskStatus, cpu: int, gpu: int) -> TaskInfo:

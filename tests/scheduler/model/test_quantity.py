@@ -10,7 +10,7 @@ import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from daemon.scheduler.model.quantity import (
+from fumarole.daemon.scheduler.model.quantity import (
     QuantityError,
     format_quantity,
     milli_value,

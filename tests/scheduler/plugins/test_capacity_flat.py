@@ -23,11 +23,11 @@ from fumarole_sched_kit import (
     task_of,
 )
 
-from daemon.scheduler.framework.session import Session
-from daemon.scheduler.model.queue import QueueInfo
-from daemon.scheduler.model.resources import Resource
-from daemon.scheduler.model.task import TaskStatus
-from daemon.scheduler.plugins.capacity import CapacityPlugin
+from fumarole.daemon.scheduler.framework.session import Session
+from fumarole.daemon.scheduler.model.queue import QueueInfo
+from fumarole.daemon.scheduler.model.resources import Resource
+from fumarole.daemon.scheduler.model.task import TaskStatus
+from fumarole.daemon.scheduler.plugins.capacity import CapacityPlugin
 
 S = TaskStatus
 INF = float("inf")

@@ -25,12 +25,12 @@ from fumarole_sched_kit import (
     task_of,
 )
 
-from daemon.scheduler.framework import combinators as cb
-from daemon.scheduler.framework.session import Session
-from daemon.scheduler.model.queue import QueueInfo
-from daemon.scheduler.model.snapshot import ClusterSnapshot
-from daemon.scheduler.model.task import TaskStatus
-from daemon.scheduler.plugins.capacity import CapacityPlugin, CapacityState
+from fumarole.daemon.scheduler.framework import combinators as cb
+from fumarole.daemon.scheduler.framework.session import Session
+from fumarole.daemon.scheduler.model.queue import QueueInfo
+from fumarole.daemon.scheduler.model.snapshot import ClusterSnapshot
+from fumarole.daemon.scheduler.model.task import TaskStatus
+from fumarole.daemon.scheduler.plugins.capacity import CapacityPlugin, CapacityState
 
 S = TaskStatus
 INF = float("inf")

@@ -20,11 +20,11 @@ from fumarole_sched_kit import (
     task_of,
 )
 
-from daemon.scheduler.framework import combinators as cb
-from daemon.scheduler.framework.session import Session
-from daemon.scheduler.model.queue import QueueInfo
-from daemon.scheduler.model.task import TaskInfo, TaskStatus
-from daemon.scheduler.plugins.capacity import CapacityPlugin
+from fumarole.daemon.scheduler.framework import combinators as cb
+from fumarole.daemon.scheduler.framework.session import Session
+from fumarole.daemon.scheduler.model.queue import QueueInfo
+from fumarole.daemon.scheduler.model.task import TaskInfo, TaskStatus
+from fumarole.daemon.scheduler.plugins.capacity import CapacityPlugin
 
 S = TaskStatus
 GPU = "nvidia.com/gpu"

@@ -10,8 +10,8 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from fumarole_sched_kit import rl, rl_map
 
-from daemon.scheduler.model.resources import Resource
-from daemon.scheduler.plugins.capacity_tree import (
+from fumarole.daemon.scheduler.model.resources import Resource
+from fumarole.daemon.scheduler.plugins.capacity_tree import (
     QueueAttr,
     common_level,
     compare_share_with_deserved,

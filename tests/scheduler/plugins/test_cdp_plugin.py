@@ -11,10 +11,10 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from fumarole_sched_kit import mk_conf, mk_job, mk_node, mk_snapshot, mk_task, open_session
 
-from daemon.manifests import build_snapshot
-from daemon.scheduler.framework.session import Session
-from daemon.scheduler.model.task import PodFacts, TaskInfo, TaskStatus
-from daemon.scheduler.plugins.cdp import cooldown_time
+from fumarole.daemon.manifests import build_snapshot
+from fumarole.daemon.scheduler.framework.session import Session
+from fumarole.daemon.scheduler.model.task import PodFacts, TaskInfo, TaskStatus
+from fumarole.daemon.scheduler.plugins.cdp import cooldown_time
 
 NOW = 1_700_000_000.0
 KEY = "volcano.sh/cooldown-time"

@@ -11,17 +11,17 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from fumarole_sched_kit import mk_conf, open_session, run_actions
 
-from daemon.manifests import build_snapshot
-from daemon.scheduler.framework.conf import ConfError
-from daemon.scheduler.framework.explain import pending_reasons
-from daemon.scheduler.framework.session import Session
-from daemon.scheduler.model.devices import ContainerResources
-from daemon.scheduler.model.node import NodeInfo
-from daemon.scheduler.model.resources import Resource
-from daemon.scheduler.model.snapshot import ClusterSnapshot
-from daemon.scheduler.model.task import PodFacts, TaskInfo, TaskStatus
-from daemon.scheduler.plugins import deviceshare
-from daemon.scheduler.plugins.deviceshare_gpushare import (
+from fumarole.daemon.manifests import build_snapshot
+from fumarole.daemon.scheduler.framework.conf import ConfError
+from fumarole.daemon.scheduler.framework.explain import pending_reasons
+from fumarole.daemon.scheduler.framework.session import Session
+from fumarole.daemon.scheduler.model.devices import ContainerResources
+from fumarole.daemon.scheduler.model.node import NodeInfo
+from fumarole.daemon.scheduler.model.resources import Resource
+from fumarole.daemon.scheduler.model.snapshot import ClusterSnapshot
+from fumarole.daemon.scheduler.model.task import PodFacts, TaskInfo, TaskStatus
+from fumarole.daemon.scheduler.plugins import deviceshare
+from fumarole.daemon.scheduler.plugins.deviceshare_gpushare import (
     GPU_INDEX,
     GPU_MEMORY,
     GPU_NUMBER,
@@ -457,7 +457,7 @@ def test_device_score_is_zero_for_gpushare_and_without_weight() -> None:
 
 
 def test_eviction_frees_the_card_and_discard_restores_it() -> None:
-    from daemon.scheduler.framework.statement import Statement
+    from fumarole.daemon.scheduler.framework.statement import Statement
 
     objs = [gpu_node("n1", cards=1), queue()]
     objs += job("old", mem=16384, node="n1", phase="Running", annotations={GPU_INDEX: "0"})
@@ -474,7 +474,7 @@ def test_eviction_frees_the_card_and_discard_restores_it() -> None:
 
 
 def test_pipelined_task_gets_a_card_but_no_node_level_count() -> None:
-    from daemon.scheduler.framework.statement import Statement
+    from fumarole.daemon.scheduler.framework.statement import Statement
 
     objs = [gpu_node("n1", cards=2), queue(), *job("j", mem=4000)]
     ssn = open_session(snapshot(objs), conf(SHARING))

@@ -11,15 +11,15 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from fumarole_sched_kit import mk_conf, open_session, run_actions
 
-from daemon.manifests import build_snapshot
-from daemon.scheduler.framework.session import EventError, Session
-from daemon.scheduler.framework.statement import Statement
-from daemon.scheduler.model.devices import ContainerResources
-from daemon.scheduler.model.resources import Resource
-from daemon.scheduler.model.task import PodFacts, TaskInfo, TaskStatus
-from daemon.scheduler.plugins import deviceshare
-from daemon.scheduler.plugins import deviceshare_vgpu as vg
-from daemon.scheduler.plugins.deviceshare_vgpu import (
+from fumarole.daemon.manifests import build_snapshot
+from fumarole.daemon.scheduler.framework.session import EventError, Session
+from fumarole.daemon.scheduler.framework.statement import Statement
+from fumarole.daemon.scheduler.model.devices import ContainerResources
+from fumarole.daemon.scheduler.model.resources import Resource
+from fumarole.daemon.scheduler.model.task import PodFacts, TaskInfo, TaskStatus
+from fumarole.daemon.scheduler.plugins import deviceshare
+from fumarole.daemon.scheduler.plugins import deviceshare_vgpu as vg
+from fumarole.daemon.scheduler.plugins.deviceshare_vgpu import (
     ContainerDevice,
     ContainerRequest,
     UUIDFilter,

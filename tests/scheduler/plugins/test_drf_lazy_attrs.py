@@ -16,10 +16,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from fumarole_sched_kit import mk_conf, open_session
 from test_open_aggregates import job_spec, snapshot_of
 
-from daemon.scheduler.framework.statement import Statement
-from daemon.scheduler.model.resources import Resource
-from daemon.scheduler.model.task import ALLOCATED_STATUSES, TaskStatus
-from daemon.scheduler.plugins.drf import dominant_share
+from fumarole.daemon.scheduler.framework.statement import Statement
+from fumarole.daemon.scheduler.model.resources import Resource
+from fumarole.daemon.scheduler.model.task import ALLOCATED_STATUSES, TaskStatus
+from fumarole.daemon.scheduler.plugins.drf import dominant_share
 
 # One step: (job pick, kind) with kind 0 = look the job's attr up, 1 = allocate one of its pending
 # tasks in a statement kept, 2 = the same in a statement discarded.

@@ -11,13 +11,13 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from fumarole_sched_kit import mk_conf, mk_job, mk_snapshot, mk_task, open_session, run
 
-from daemon.manifests import ManifestError, build_snapshot
-from daemon.scheduler.framework.session import Session
-from daemon.scheduler.model.fit import Code, FitError
-from daemon.scheduler.model.node import NodeFacts, NodeInfo
-from daemon.scheduler.model.queue import NodeGroupAffinity, QueueInfo
-from daemon.scheduler.model.resources import Resource
-from daemon.scheduler.model.task import TaskStatus
+from fumarole.daemon.manifests import ManifestError, build_snapshot
+from fumarole.daemon.scheduler.framework.session import Session
+from fumarole.daemon.scheduler.model.fit import Code, FitError
+from fumarole.daemon.scheduler.model.node import NodeFacts, NodeInfo
+from fumarole.daemon.scheduler.model.queue import NodeGroupAffinity, QueueInfo
+from fumarole.daemon.scheduler.model.resources import Resource
+from fumarole.daemon.scheduler.model.task import TaskStatus
 
 GROUP = "volcano.sh/nodegroup-name"
 LIMITS = "volcano.sh/nodegroup-resource-limits"

@@ -13,8 +13,8 @@ from hypothesis import strategies as st
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from fumarole_sched_kit import mk_conf, mk_job, mk_node, mk_snapshot, mk_task, open_session, task_of
 
-from daemon.scheduler.model.task import TaskStatus
-from daemon.scheduler.plugins import nodeorder as no
+from fumarole.daemon.scheduler.model.task import TaskStatus
+from fumarole.daemon.scheduler.plugins import nodeorder as no
 
 node_spec = st.tuples(
     st.integers(1, 96_000),  # allocatable milli-cpu

@@ -13,14 +13,20 @@ from typing import Any
 
 import pytest
 
-from daemon.manifests import ManifestError, build_snapshot
-from daemon.scheduler.framework.conf import parse_conf
-from daemon.scheduler.framework.run import run_session
-from daemon.scheduler.model.numa import NUMA_CPUS_ANNOTATION, CPUDetails, CPUInfo, format_cpuset, parse_cpuset
-from daemon.scheduler.model.snapshot import ClusterSnapshot
-from daemon.scheduler.plugins import numa_cpumanager as cm
-from daemon.scheduler.plugins import numa_policy as pol
-from daemon.scheduler.plugins.numa_aware import normalize_reversed
+from fumarole.daemon.manifests import ManifestError, build_snapshot
+from fumarole.daemon.scheduler.framework.conf import parse_conf
+from fumarole.daemon.scheduler.framework.run import run_session
+from fumarole.daemon.scheduler.model.numa import (
+    NUMA_CPUS_ANNOTATION,
+    CPUDetails,
+    CPUInfo,
+    format_cpuset,
+    parse_cpuset,
+)
+from fumarole.daemon.scheduler.model.snapshot import ClusterSnapshot
+from fumarole.daemon.scheduler.plugins import numa_cpumanager as cm
+from fumarole.daemon.scheduler.plugins import numa_policy as pol
+from fumarole.daemon.scheduler.plugins.numa_aware import normalize_reversed
 
 Raw = list[dict[str, list[tuple[list[int], bool]]]]
 

@@ -15,11 +15,11 @@ from hypothesis import strategies as st
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from fumarole_sched_kit import mk_conf, mk_job, mk_node, mk_queue, mk_snapshot, mk_task, open_session
 
-from daemon.scheduler.framework.close import update_queue_allocated
-from daemon.scheduler.model.resources import Resource
-from daemon.scheduler.model.snapshot import ClusterSnapshot
-from daemon.scheduler.model.task import ALLOCATED_STATUSES, TaskStatus
-from daemon.scheduler.plugins.util import elastic_resources
+from fumarole.daemon.scheduler.framework.close import update_queue_allocated
+from fumarole.daemon.scheduler.model.resources import Resource
+from fumarole.daemon.scheduler.model.snapshot import ClusterSnapshot
+from fumarole.daemon.scheduler.model.task import ALLOCATED_STATUSES, TaskStatus
+from fumarole.daemon.scheduler.plugins.util import elastic_resources
 
 STATUSES = [
     TaskStatus.PENDING,

@@ -11,11 +11,11 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from fumarole_sched_kit import mk_conf, mk_job, mk_node, mk_snapshot, mk_task, open_session, run
 
-from daemon.manifests import ManifestError, build_snapshot
-from daemon.scheduler.framework.session import Session
-from daemon.scheduler.model.queue import NamespaceInfo, PodDisruptionBudgetInfo
-from daemon.scheduler.model.task import PodFacts, TaskInfo, TaskStatus
-from daemon.scheduler.plugins.pdb import filter_victims
+from fumarole.daemon.manifests import ManifestError, build_snapshot
+from fumarole.daemon.scheduler.framework.session import Session
+from fumarole.daemon.scheduler.model.queue import NamespaceInfo, PodDisruptionBudgetInfo
+from fumarole.daemon.scheduler.model.task import PodFacts, TaskInfo, TaskStatus
+from fumarole.daemon.scheduler.plugins.pdb import filter_victims
 
 JOB_LABEL = "volcano.sh/job-name"
 

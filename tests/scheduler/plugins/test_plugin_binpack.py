@@ -14,9 +14,9 @@ from hypothesis import strategies as st
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from fumarole_sched_kit import mk_conf, mk_job, mk_node, mk_snapshot, mk_task, open_session, run, task_of
 
-from daemon.scheduler.framework import combinators as cb
-from daemon.scheduler.model.task import TaskStatus
-from daemon.scheduler.plugins.binpack import weights_from
+from fumarole.daemon.scheduler.framework import combinators as cb
+from fumarole.daemon.scheduler.model.task import TaskStatus
+from fumarole.daemon.scheduler.plugins.binpack import weights_from
 
 S = TaskStatus
 GPU, FOO = "nvidia.com/gpu", "example.com/foo"

@@ -20,10 +20,10 @@ from fumarole_sched_kit import (
     task_of,
 )
 
-from daemon.scheduler.framework import combinators as cb
-from daemon.scheduler.model.job import Condition, JobInfo
-from daemon.scheduler.model.task import TaskStatus
-from daemon.scheduler.plugins.gang import (
+from fumarole.daemon.scheduler.framework import combinators as cb
+from fumarole.daemon.scheduler.model.job import Condition, JobInfo
+from fumarole.daemon.scheduler.model.task import TaskStatus
+from fumarole.daemon.scheduler.plugins.gang import (
     job_valid,
     schedulable_task_num,
     should_skip_unschedulable_for_releasing,

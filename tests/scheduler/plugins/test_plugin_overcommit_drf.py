@@ -21,10 +21,10 @@ from fumarole_sched_kit import (
     task_of,
 )
 
-from daemon.scheduler.framework import combinators as cb
-from daemon.scheduler.model.resources import Resource
-from daemon.scheduler.model.task import TaskStatus
-from daemon.scheduler.plugins.drf import dominant_share
+from fumarole.daemon.scheduler.framework import combinators as cb
+from fumarole.daemon.scheduler.model.resources import Resource
+from fumarole.daemon.scheduler.model.task import TaskStatus
+from fumarole.daemon.scheduler.plugins.drf import dominant_share
 
 S = TaskStatus
 
@@ -145,7 +145,7 @@ def test_drf_share_and_job_order_follow_allocations() -> None:
     ja, jb = ssn.jobs[a.uid], ssn.jobs[b.uid]
     assert ssn.job_order_fn(jb, ja)
     # allocating b's big task through a statement raises its share above a's
-    from daemon.scheduler.framework.statement import Statement
+    from fumarole.daemon.scheduler.framework.statement import Statement
 
     stmt = Statement(ssn)
     stmt.allocate(task_of(ssn, b.uid, "b-1"), ssn.nodes["n1"])

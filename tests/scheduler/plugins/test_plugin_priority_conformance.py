@@ -17,8 +17,8 @@ from fumarole_sched_kit import (
     task_of,
 )
 
-from daemon.scheduler.framework import combinators as cb
-from daemon.scheduler.model.task import PodFacts, TaskStatus
+from fumarole.daemon.scheduler.framework import combinators as cb
+from fumarole.daemon.scheduler.model.task import PodFacts, TaskStatus
 
 S = TaskStatus
 

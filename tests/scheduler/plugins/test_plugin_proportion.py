@@ -26,9 +26,9 @@ from fumarole_sched_kit import (
     task_of,
 )
 
-from daemon.scheduler.framework.session import Session
-from daemon.scheduler.model.resources import Resource, exceeded_part
-from daemon.scheduler.model.task import TaskStatus
+from fumarole.daemon.scheduler.framework.session import Session
+from fumarole.daemon.scheduler.model.resources import Resource, exceeded_part
+from fumarole.daemon.scheduler.model.task import TaskStatus
 
 S = TaskStatus
 PROP = mk_conf("allocate", ["proportion"])
@@ -370,7 +370,7 @@ def test_volcano_job_enqueued_only_after_every_plugin_admitted() -> None:
     queues = [mk_queue("q1", capability=rl(cpu="1", memory="4G"))]
     snap = mk_snapshot([mk_node("n1", "4", "4G", pods="10")], [pga, pgb], queues)
     ssn = open_session(snap, mk_conf("enqueue", ["proportion", "test-rejecter"]))
-    from daemon.scheduler.framework import combinators as cb
+    from fumarole.daemon.scheduler.framework import combinators as cb
 
     ssn.register(
         cb.JOB_ENQUEUEABLE, "test-rejecter", lambda job: cb.REJECT if job.name == "pgA" else cb.PERMIT

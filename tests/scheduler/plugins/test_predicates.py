@@ -12,25 +12,25 @@ import numpy as np
 import pytest
 import yaml
 
-from daemon.scheduler.framework.conf import parse_conf
-from daemon.scheduler.framework.session import Session
-from daemon.scheduler.framework.statement import Statement
-from daemon.scheduler.model.fit import NODE_POD_NUMBER_EXCEEDED, Code, FitError
-from daemon.scheduler.model.job import JobInfo
-from daemon.scheduler.model.node import NodeFacts, NodeInfo
-from daemon.scheduler.model.queue import NamespaceInfo, QueueInfo
-from daemon.scheduler.model.resources import Resource
-from daemon.scheduler.model.snapshot import ClusterSnapshot
-from daemon.scheduler.model.task import HostPort, PodFacts, Taint, TaskInfo, TaskStatus, Toleration
-from daemon.scheduler.plugins import predicates as pr
-from daemon.scheduler.plugins.k8s import inter_pod_affinity as k8s_interpod
-from daemon.scheduler.plugins.k8s import node_affinity as k8s_node_affinity
-from daemon.scheduler.plugins.k8s import node_label_table as k8s_table
-from daemon.scheduler.plugins.k8s import node_mirror as k8s_mirror
-from daemon.scheduler.plugins.k8s import pod_affinity_terms as k8s_terms
-from daemon.scheduler.plugins.k8s import pod_topology_spread as k8s_topology_spread
-from daemon.scheduler.plugins.k8s import spread_constraints as k8s_spread
-from daemon.scheduler.plugins.k8s import taint_toleration as k8s_taints
+from fumarole.daemon.scheduler.framework.conf import parse_conf
+from fumarole.daemon.scheduler.framework.session import Session
+from fumarole.daemon.scheduler.framework.statement import Statement
+from fumarole.daemon.scheduler.model.fit import NODE_POD_NUMBER_EXCEEDED, Code, FitError
+from fumarole.daemon.scheduler.model.job import JobInfo
+from fumarole.daemon.scheduler.model.node import NodeFacts, NodeInfo
+from fumarole.daemon.scheduler.model.queue import NamespaceInfo, QueueInfo
+from fumarole.daemon.scheduler.model.resources import Resource
+from fumarole.daemon.scheduler.model.snapshot import ClusterSnapshot
+from fumarole.daemon.scheduler.model.task import HostPort, PodFacts, Taint, TaskInfo, TaskStatus, Toleration
+from fumarole.daemon.scheduler.plugins import predicates as pr
+from fumarole.daemon.scheduler.plugins.k8s import inter_pod_affinity as k8s_interpod
+from fumarole.daemon.scheduler.plugins.k8s import node_affinity as k8s_node_affinity
+from fumarole.daemon.scheduler.plugins.k8s import node_label_table as k8s_table
+from fumarole.daemon.scheduler.plugins.k8s import node_mirror as k8s_mirror
+from fumarole.daemon.scheduler.plugins.k8s import pod_affinity_terms as k8s_terms
+from fumarole.daemon.scheduler.plugins.k8s import pod_topology_spread as k8s_topology_spread
+from fumarole.daemon.scheduler.plugins.k8s import spread_constraints as k8s_spread
+from fumarole.daemon.scheduler.plugins.k8s import taint_toleration as k8s_taints
 
 GI = 1024**3
 HOST = "kubernetes.io/hostname"

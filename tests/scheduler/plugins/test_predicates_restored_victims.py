@@ -16,9 +16,9 @@ from typing import Any
 
 import yaml
 
-from daemon.cli.dry_run import dry_run, to_json
-from daemon.manifests import build_snapshot, load_objects
-from daemon.runtime.conf_watch import parse_scheduler_conf
+from fumarole.daemon.cli.dry_run import dry_run, to_json
+from fumarole.daemon.manifests import build_snapshot, load_objects
+from fumarole.daemon.runtime.conf_watch import parse_scheduler_conf
 
 CASE = Path(__file__).resolve().parents[2] / "scenarios/differential/restored-victims/full-s202-c126.yaml"
 

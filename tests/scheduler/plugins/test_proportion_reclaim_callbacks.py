@@ -20,10 +20,10 @@ from fumarole_sched_kit import (
     task_of,
 )
 
-from daemon.scheduler.framework import combinators as cb
-from daemon.scheduler.framework.session import Session
-from daemon.scheduler.framework.statement import Statement
-from daemon.scheduler.model.task import TaskInfo, TaskStatus
+from fumarole.daemon.scheduler.framework import combinators as cb
+from fumarole.daemon.scheduler.framework.session import Session
+from fumarole.daemon.scheduler.framework.statement import Statement
+from fumarole.daemon.scheduler.model.task import TaskInfo, TaskStatus
 
 S = TaskStatus
 PROP = mk_conf("reclaim", ["proportion"])

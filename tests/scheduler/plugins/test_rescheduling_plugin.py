@@ -15,9 +15,9 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from fumarole_sched_kit import mk_conf, mk_job, mk_node, mk_snapshot, mk_task, run
 
-from daemon.scheduler.model.node_usage import NodeUsage
-from daemon.scheduler.model.task import TaskStatus
-from daemon.scheduler.plugins import rescheduling as rs
+from fumarole.daemon.scheduler.model.node_usage import NodeUsage
+from fumarole.daemon.scheduler.model.task import TaskStatus
+from fumarole.daemon.scheduler.plugins import rescheduling as rs
 
 NOW = 3_000.0
 LNU = {

@@ -11,20 +11,20 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from fumarole_sched_kit import mk_conf, mk_job, mk_node, mk_snapshot, mk_task, open_session, rl_map
 
-from daemon.scheduler.framework import combinators as cb
-from daemon.scheduler.framework.conf import ConfError
-from daemon.scheduler.model.fit import Code
-from daemon.scheduler.model.node import NodeInfo
-from daemon.scheduler.model.resources import Resource
-from daemon.scheduler.model.task import PodFacts, TaskInfo, TaskStatus
-from daemon.scheduler.plugins import resource_strategy_fit as rsf
-from daemon.scheduler.plugins.resource_strategy_fit import (
+from fumarole.daemon.scheduler.framework import combinators as cb
+from fumarole.daemon.scheduler.framework.conf import ConfError
+from fumarole.daemon.scheduler.model.fit import Code
+from fumarole.daemon.scheduler.model.node import NodeInfo
+from fumarole.daemon.scheduler.model.resources import Resource
+from fumarole.daemon.scheduler.model.task import PodFacts, TaskInfo, TaskStatus
+from fumarole.daemon.scheduler.plugins import resource_strategy_fit as rsf
+from fumarole.daemon.scheduler.plugins.resource_strategy_fit import (
     LEAST_ALLOCATED as LEAST,
 )
-from daemon.scheduler.plugins.resource_strategy_fit import (
+from fumarole.daemon.scheduler.plugins.resource_strategy_fit import (
     MOST_ALLOCATED as MOST,
 )
-from daemon.scheduler.plugins.resource_strategy_fit import (
+from fumarole.daemon.scheduler.plugins.resource_strategy_fit import (
     BaseResource,
     ResourceStrategy,
     find_strategy,

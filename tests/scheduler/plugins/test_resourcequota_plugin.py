@@ -21,12 +21,12 @@ from fumarole_sched_kit import (
     run_actions,
 )
 
-from daemon.manifests import build_snapshot
-from daemon.scheduler.framework import combinators as cb
-from daemon.scheduler.framework import registry
-from daemon.scheduler.framework.session import Session
-from daemon.scheduler.model.queue import NamespaceInfo, ResourceQuotaInfo
-from daemon.scheduler.model.resources import Resource
+from fumarole.daemon.manifests import build_snapshot
+from fumarole.daemon.scheduler.framework import combinators as cb
+from fumarole.daemon.scheduler.framework import registry
+from fumarole.daemon.scheduler.framework.session import Session
+from fumarole.daemon.scheduler.model.queue import NamespaceInfo, ResourceQuotaInfo
+from fumarole.daemon.scheduler.model.resources import Resource
 
 HUGE = rl(cpu="20000m", memory="20G")
 NORMAL = rl(cpu="2000m", memory="2G")

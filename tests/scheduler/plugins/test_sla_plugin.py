@@ -11,8 +11,8 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from fumarole_sched_kit import add_tasks, mk_conf, mk_job, mk_node, mk_snapshot, open_session, rl, run
 
-from daemon.scheduler.model.job import JobInfo
-from daemon.scheduler.plugins.sla import GoDurationError, parse_go_duration
+from fumarole.daemon.scheduler.model.job import JobInfo
+from fumarole.daemon.scheduler.plugins.sla import GoDurationError, parse_go_duration
 
 S = 1_000_000_000
 T0 = 1_700_000_000.0  # creation time of the jobs built here

@@ -11,13 +11,13 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from fumarole_sched_kit import mk_conf, mk_job, mk_node, mk_snapshot, mk_task, open_session, run_actions
 
-from daemon.manifests import build_snapshot
-from daemon.scheduler.framework import combinators as cb
-from daemon.scheduler.framework.session import Session
-from daemon.scheduler.model.job import JobInfo
-from daemon.scheduler.model.task import PodFacts, TaskStatus
-from daemon.scheduler.plugins import task_topology as tt
-from daemon.scheduler.plugins.task_topology import TaskTopology, TopologyError, read_topology
+from fumarole.daemon.manifests import build_snapshot
+from fumarole.daemon.scheduler.framework import combinators as cb
+from fumarole.daemon.scheduler.framework.session import Session
+from fumarole.daemon.scheduler.model.job import JobInfo
+from fumarole.daemon.scheduler.model.task import PodFacts, TaskStatus
+from fumarole.daemon.scheduler.plugins import task_topology as tt
+from fumarole.daemon.scheduler.plugins.task_topology import TaskTopology, TopologyError, read_topology
 
 
 def job_with(roles: dict[str, str], annotations: dict[str, str] | None) -> JobInfo:

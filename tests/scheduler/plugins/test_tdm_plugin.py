@@ -12,13 +12,13 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from fumarole_sched_kit import add_tasks, mk_conf, mk_job, mk_snapshot, mk_task, open_session
 
-from daemon.scheduler.framework.session import Session
-from daemon.scheduler.model.fit import Code, FitError
-from daemon.scheduler.model.job import JobInfo
-from daemon.scheduler.model.node import NodeFacts, NodeInfo
-from daemon.scheduler.model.resources import Resource
-from daemon.scheduler.model.task import PodFacts, TaskInfo, TaskStatus
-from daemon.scheduler.plugins.tdm import ZoneError, int_or_percent, max_pod_evict_num, zone_window
+from fumarole.daemon.scheduler.framework.session import Session
+from fumarole.daemon.scheduler.model.fit import Code, FitError
+from fumarole.daemon.scheduler.model.job import JobInfo
+from fumarole.daemon.scheduler.model.node import NodeFacts, NodeInfo
+from fumarole.daemon.scheduler.model.resources import Resource
+from fumarole.daemon.scheduler.model.task import PodFacts, TaskInfo, TaskStatus
+from fumarole.daemon.scheduler.plugins.tdm import ZoneError, int_or_percent, max_pod_evict_num, zone_window
 
 NOON = datetime(2024, 3, 5, 12, 0, tzinfo=UTC).timestamp()
 ZONE = "volcano.sh/revocable-zone"

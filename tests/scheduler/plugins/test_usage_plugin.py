@@ -12,11 +12,11 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from fumarole_sched_kit import mk_conf, mk_job, mk_node, mk_snapshot, mk_task, open_session
 
-from daemon.scheduler.framework.session import Session
-from daemon.scheduler.model.fit import Code
-from daemon.scheduler.model.node_usage import NodeUsage
-from daemon.scheduler.model.task import PodFacts, TaskStatus
-from daemon.scheduler.plugins import usage as up
+from fumarole.daemon.scheduler.framework.session import Session
+from fumarole.daemon.scheduler.model.fit import Code
+from fumarole.daemon.scheduler.model.node_usage import NodeUsage
+from fumarole.daemon.scheduler.model.task import PodFacts, TaskStatus
+from fumarole.daemon.scheduler.plugins import usage as up
 
 NOW = 1_700_000_000.0
 ARGS = {"usage.weight": 5, "cpu.weight": 1, "memory.weight": 1, "thresholds": {"cpu": 80, "mem": 80}}

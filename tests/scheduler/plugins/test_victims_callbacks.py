@@ -9,10 +9,10 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from fumarole_sched_kit import add_tasks, mk_conf, mk_job, mk_node, mk_snapshot, open_session
 
-from daemon.scheduler.actions import victims as vh
-from daemon.scheduler.framework import combinators as cb
-from daemon.scheduler.framework.session import CycleState, Session
-from daemon.scheduler.model.task import PodFacts, TaskInfo, TaskStatus
+from fumarole.daemon.scheduler.actions import victims as vh
+from fumarole.daemon.scheduler.framework import combinators as cb
+from fumarole.daemon.scheduler.framework.session import CycleState, Session
+from fumarole.daemon.scheduler.model.task import PodFacts, TaskInfo, TaskStatus
 
 R = TaskStatus.RUNNING
 

@@ -12,12 +12,12 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from daemon.scheduler.framework.nodetable import Int8Array, IntArray
-from daemon.scheduler.model.fit import Code
-from daemon.scheduler.model.task import TaskInfo
-from daemon.scheduler.plugins.k8s.node_label_table import NodeLabelTable
-from daemon.scheduler.plugins.k8s.node_mirror import NodeMirror, PairCounts, bump_pair, merge_pairs
-from daemon.scheduler.plugins.k8s.pod_affinity_terms import PodAffinity, matches_all_terms
+from fumarole.daemon.scheduler.framework.nodetable import Int8Array, IntArray
+from fumarole.daemon.scheduler.model.fit import Code
+from fumarole.daemon.scheduler.model.task import TaskInfo
+from fumarole.daemon.scheduler.plugins.k8s.node_label_table import NodeLabelTable
+from fumarole.daemon.scheduler.plugins.k8s.node_mirror import NodeMirror, PairCounts, bump_pair, merge_pairs
+from fumarole.daemon.scheduler.plugins.k8s.pod_affinity_terms import PodAffinity, matches_all_terms
 
 REASON_POD_AFFINITY = "node(s) didn't match pod affinity rules"
 REASON_POD_ANTI_AFFINITY = "node(s) didn't match pod anti-affinity rules"

@@ -11,7 +11,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from daemon.scheduler.plugins.k8s.labels import (
+from fumarole.daemon.scheduler.plugins.k8s.labels import (
     OP_GT,
     OP_IN,
     OP_LT,

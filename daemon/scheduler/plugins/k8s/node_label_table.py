@@ -7,8 +7,8 @@ from collections.abc import Iterable, Mapping, Sequence
 
 import numpy as np
 
-from daemon.scheduler.framework.nodetable import BoolArray, IntArray
-from daemon.scheduler.plugins.k8s.labels import (
+from fumarole.daemon.scheduler.framework.nodetable import BoolArray, IntArray
+from fumarole.daemon.scheduler.plugins.k8s.labels import (
     OP_DOES_NOT_EXIST,
     OP_EQUALS,
     OP_EXISTS,
@@ -19,7 +19,7 @@ from daemon.scheduler.plugins.k8s.labels import (
     Requirement,
     parse_int64,
 )
-from daemon.scheduler.plugins.k8s.node_affinity import (
+from fumarole.daemon.scheduler.plugins.k8s.node_affinity import (
     NODE_NAME_FIELD,
     FieldRequirement,
     NodeSelectorTerm,

@@ -18,22 +18,26 @@ from typing import Any
 
 import numpy as np
 
-from daemon.scheduler.framework.nodetable import BoolArray, IntArray
-from daemon.scheduler.framework.session import Session
-from daemon.scheduler.model.node import NodeFacts, NodeInfo
-from daemon.scheduler.model.node_derived import DerivedView
-from daemon.scheduler.model.task import HostPort, PodFacts, Taint, TaskInfo, Toleration
-from daemon.scheduler.plugins.k8s.labels import NOTHING, OP_EQUALS, OP_IN
-from daemon.scheduler.plugins.k8s.node_label_table import NodeLabelTable
-from daemon.scheduler.plugins.k8s.node_ports import DEFAULT_BIND_ALL_HOST_IP, UsedPorts, sanitize_port
-from daemon.scheduler.plugins.k8s.pod_affinity_terms import (
+from fumarole.daemon.scheduler.framework.nodetable import BoolArray, IntArray
+from fumarole.daemon.scheduler.framework.session import Session
+from fumarole.daemon.scheduler.model.node import NodeFacts, NodeInfo
+from fumarole.daemon.scheduler.model.node_derived import DerivedView
+from fumarole.daemon.scheduler.model.task import HostPort, PodFacts, Taint, TaskInfo, Toleration
+from fumarole.daemon.scheduler.plugins.k8s.labels import NOTHING, OP_EQUALS, OP_IN
+from fumarole.daemon.scheduler.plugins.k8s.node_label_table import NodeLabelTable
+from fumarole.daemon.scheduler.plugins.k8s.node_ports import (
+    DEFAULT_BIND_ALL_HOST_IP,
+    UsedPorts,
+    sanitize_port,
+)
+from fumarole.daemon.scheduler.plugins.k8s.pod_affinity_terms import (
     NO_POD_AFFINITY,
     AffinityTerm,
     PodAffinity,
     parse_pod_affinity,
 )
-from daemon.scheduler.plugins.k8s.spread_constraints import SpreadConstraint
-from daemon.scheduler.plugins.k8s.taint_toleration import find_untolerated_taint
+from fumarole.daemon.scheduler.plugins.k8s.spread_constraints import SpreadConstraint
+from fumarole.daemon.scheduler.plugins.k8s.taint_toleration import find_untolerated_taint
 
 GPU = "nvidia.com/gpu"
 DEFAULT_MILLI_CPU_REQUEST = 100

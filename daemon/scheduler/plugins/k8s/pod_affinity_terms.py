@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from daemon.scheduler.plugins.k8s.labels import (
+from fumarole.daemon.scheduler.plugins.k8s.labels import (
     NOTHING,
     LabelSelector,
     SelectorError,

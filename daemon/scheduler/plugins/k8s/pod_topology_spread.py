@@ -10,13 +10,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from daemon.scheduler.framework.nodetable import Int8Array, IntArray
-from daemon.scheduler.model.fit import Code
-from daemon.scheduler.model.task import TaskInfo
-from daemon.scheduler.plugins.k8s.node_affinity import RequiredNodeAffinity
-from daemon.scheduler.plugins.k8s.node_label_table import NodeLabelTable
-from daemon.scheduler.plugins.k8s.node_mirror import NodeMirror
-from daemon.scheduler.plugins.k8s.spread_constraints import SpreadConstraint
+from fumarole.daemon.scheduler.framework.nodetable import Int8Array, IntArray
+from fumarole.daemon.scheduler.model.fit import Code
+from fumarole.daemon.scheduler.model.task import TaskInfo
+from fumarole.daemon.scheduler.plugins.k8s.node_affinity import RequiredNodeAffinity
+from fumarole.daemon.scheduler.plugins.k8s.node_label_table import NodeLabelTable
+from fumarole.daemon.scheduler.plugins.k8s.node_mirror import NodeMirror
+from fumarole.daemon.scheduler.plugins.k8s.spread_constraints import SpreadConstraint
 
 REASON_SPREAD = "node(s) didn't match pod topology spread constraints"
 REASON_SPREAD_LABEL = REASON_SPREAD + " (missing required label)"

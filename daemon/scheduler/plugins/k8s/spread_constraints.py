@@ -10,7 +10,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from daemon.scheduler.plugins.k8s.labels import (
+from fumarole.daemon.scheduler.plugins.k8s.labels import (
     OP_EQUALS,
     LabelSelector,
     label_selector_from_meta,

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
-from daemon.scheduler.model.task import Taint, Toleration
+from fumarole.daemon.scheduler.model.task import Taint, Toleration
 
 TAINT_NODE_UNSCHEDULABLE = "node.kubernetes.io/unschedulable"
 NO_SCHEDULE = "NoSchedule"
