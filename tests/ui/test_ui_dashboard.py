@@ -6,40 +6,17 @@ nodes).  Cycles carry trace ids (an OTLP sink stands in for Jaeger's collector).
 
 from __future__ import annotations
 
-import json
 import re
 import subprocess
-import time
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from fumarole_api_kit import FUMAROLE, child_env, stop, wait_for_url
-from ui_kit import PageWatch, browser, drain, otlp_sink, require_chromium, write_busy_sim
+from ui_kit import Daemon, PageWatch, browser, drain, otlp_sink, require_chromium, write_busy_sim
 
 JAEGER = "http://jaeger.example:16686"
-DRAINED = "serving the API until SIGTERM"
-
-
-class Daemon:
-    def __init__(self, proc: subprocess.Popen[str], base: str, db: Path, lines: list[str]) -> None:
-        self.proc, self.base, self.db, self.lines = proc, base, db, lines
-
-    def get(self, path: str) -> Any:
-        with urllib.request.urlopen(self.base + path, timeout=20) as resp:
-            return json.loads(resp.read())
-
-    def drained(self) -> bool:
-        return any(DRAINED in line for line in self.lines)
-
-    def wait_drained(self, timeout: float = 120) -> None:
-        deadline = time.monotonic() + timeout
-        while not self.drained():
-            assert self.proc.poll() is None, f"the daemon exited with {self.proc.returncode}"
-            assert time.monotonic() < deadline, "the workload did not drain"
-            time.sleep(0.1)
 
 
 @pytest.fixture(scope="module")

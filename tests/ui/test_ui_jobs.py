@@ -26,28 +26,7 @@ import pytest
 import yaml
 from fumarole_api_kit import FUMAROLE, child_env, start_serve, stop, wait_for_url, write_history
 from fumarole_e2e_kit import _job
-from ui_kit import PageWatch, browser, drain, require_chromium, write_busy_sim
-
-DRAINED = "serving the API until SIGTERM"
-
-
-class Daemon:
-    def __init__(self, proc: subprocess.Popen[str], base: str, db: Path, lines: list[str]) -> None:
-        self.proc, self.base, self.db, self.lines = proc, base, db, lines
-
-    def get(self, path: str) -> Any:
-        with urllib.request.urlopen(self.base + path, timeout=20) as resp:
-            return json.loads(resp.read())
-
-    def drained(self) -> bool:
-        return any(DRAINED in line for line in self.lines)
-
-    def wait_drained(self, timeout: float = 120) -> None:
-        deadline = time.monotonic() + timeout
-        while not self.drained():
-            assert self.proc.poll() is None, f"the daemon exited with {self.proc.returncode}"
-            assert time.monotonic() < deadline, "the workload did not drain"
-            time.sleep(0.1)
+from ui_kit import Daemon, PageWatch, browser, drain, require_chromium, write_busy_sim
 
 
 def write_sim(dir_: Path) -> tuple[Path, Path]:

@@ -5,12 +5,15 @@ simulator with a workload that keeps it cycling for a while (and one job that ca
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import shutil
 import socket
 import subprocess
 import tempfile
 import threading
+import time
+import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -242,3 +245,28 @@ def write_scale_log(path: Path, *, nodes: int, jobs: int) -> None:
             await log.close()
 
     asyncio.run(go())
+
+
+# The dashboard tests' daemon: the line it prints once its workload drained (--serve).
+DRAINED = "serving the API until SIGTERM"
+
+
+class Daemon:
+    """A daemon started by a test: its process, API base URL, log and the lines it printed."""
+
+    def __init__(self, proc: subprocess.Popen[str], base: str, db: Path, lines: list[str]) -> None:
+        self.proc, self.base, self.db, self.lines = proc, base, db, lines
+
+    def get(self, path: str) -> Any:
+        with urllib.request.urlopen(self.base + path, timeout=20) as resp:
+            return json.loads(resp.read())
+
+    def drained(self) -> bool:
+        return any(DRAINED in line for line in self.lines)
+
+    def wait_drained(self, timeout: float = 120) -> None:
+        deadline = time.monotonic() + timeout
+        while not self.drained():
+            assert self.proc.poll() is None, f"the daemon exited with {self.proc.returncode}"
+            assert time.monotonic() < deadline, "the workload did not drain"
+            time.sleep(0.1)

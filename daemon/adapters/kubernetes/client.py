@@ -95,6 +95,7 @@ REQUIRED_PERMISSIONS: tuple[Permission, ...] = tuple(
         *_perms(("list", "watch", "patch"), "scheduling.volcano.sh", "podgroups"),
         *_perms(("list", "watch", "get", "create"), "scheduling.volcano.sh", "queues"),
         *_perms(("list", "watch"), "topology.volcano.sh", "hypernodes"),
+        *_perms(("list", "watch"), "nodeinfo.volcano.sh", "numatopologies"),
         Permission("create", "", "pods", "binding"),
         Permission("patch", "", "pods", "status"),
         Permission("create", "", "events"),
