@@ -40,15 +40,14 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import AsyncGenerator, Collection, Sequence
+from collections.abc import Collection
 from typing import Any
 
 import anyio
 import asyncpg
 
 from fumarole.store.codec import CodecError, decode
-from fumarole.store.events import Event
-from fumarole.store.index import IndexedRow, cycle_spans, decision_query, indexed_rows
+from fumarole.store.index import IndexedRow, cycle_spans, decision_query
 from fumarole.store.log import (
     READ_PATIENCE,
     CorruptEventError,
@@ -56,11 +55,9 @@ from fumarole.store.log import (
     LogClosedError,
     LogError,
     StoredEvent,
-    check_append_args,
-    check_checkpoint,
     check_read_args,
-    check_snapshot_args,
 )
+from fumarole.store.log_front import LogFront
 from fumarole.store.pg_errors import connect_error, is_transient
 from fumarole.store.pg_schema import check_schema_pg, migrate_pg
 from fumarole.store.pg_url import DsnError, check_dsn, is_postgres_url, redact_dsn, to_dollar_params
@@ -177,7 +174,7 @@ class _Outage:
             log.warning("the database %s answers again after %.1f s", self.where, self.last_seconds)
 
 
-class PostgresEventLog:
+class PostgresEventLog(LogFront):
     """The EventLog on a PostgreSQL database (see the module docstring).
 
     Open with `await PostgresEventLog.open(dsn)`; `readonly=True` applies no migration, refuses
@@ -320,35 +317,6 @@ class PostgresEventLog:
                 await self._listener.close()
             await self._pool.close()
         self._notify()
-
-    async def __aenter__(self) -> PostgresEventLog:
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.close()
-
-    # -- writes ----------------------------------------------------------------------------------
-    async def append(
-        self,
-        events: Sequence[Event],
-        *,
-        idem_keys: Sequence[str | None] | None = None,
-        checkpoint: tuple[str, int] | None = None,
-    ) -> list[int]:
-        keys = check_append_args(len(events), idem_keys, checkpoint)
-        rows = indexed_rows(events, keys)
-        if not rows and checkpoint is None:
-            self._check_writable()
-            return []
-        return await self._write(rows, checkpoint, None)
-
-    async def set_checkpoint(self, consumer: str, seq: int) -> None:
-        check_checkpoint(consumer, seq)
-        await self._write([], (consumer, seq), None)
-
-    async def save_snapshot(self, name: str, seq: int, data: bytes) -> None:
-        check_snapshot_args(name, seq)
-        await self._write([], None, (name, seq, bytes(data)))
 
     def _check_writable(self) -> None:
         if self._closed:
@@ -607,24 +575,14 @@ class PostgresEventLog:
         sql = f"SELECT {_COLUMNS} FROM events WHERE {' AND '.join(where)} ORDER BY seq LIMIT ${len(params)}"
         return await self._fetch(sql, *params)
 
+    def _decode(self, row: Any) -> StoredEvent:
+        return _stored(row)
+
     async def read(
         self, from_seq: int = 1, limit: int = 1000, *, types: Collection[str] | None = None
     ) -> list[StoredEvent]:
         check_read_args(from_seq, limit)
         return [_stored(r) for r in await self._select_rows(from_seq, None, limit, types)]
-
-    async def read_range(
-        self, from_seq: int, to_seq: int, *, types: Collection[str] | None = None, batch: int = 10000
-    ) -> AsyncGenerator[StoredEvent, None]:
-        check_read_args(from_seq, batch)
-        seq = from_seq
-        while seq <= to_seq:
-            page = await self._select_rows(seq, to_seq, batch, types)
-            if not page:
-                return
-            for row in page:
-                yield _stored(row)
-            seq = int(page[-1][0]) + 1
 
     async def tail(
         self, from_seq: int, *, limit: int = 1000, timeout: float | None = None

@@ -6,7 +6,7 @@ import asyncio
 import contextlib
 import itertools
 import sqlite3
-from collections.abc import AsyncGenerator, Collection, Sequence
+from collections.abc import Collection, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -15,25 +15,21 @@ import anyio
 
 from fumarole.store.codec import CodecError, decode
 from fumarole.store.disk import readonly_uri, write_failure
-from fumarole.store.events import Event
 from fumarole.store.index import (
     INSERT_INDEX,
     UPSERT_CYCLE,
     IndexedRow,
     cycle_spans,
     decision_query,
-    indexed_rows,
 )
 from fumarole.store.log import (
     CorruptEventError,
     LogClosedError,
     LogError,
     StoredEvent,
-    check_append_args,
-    check_checkpoint,
     check_read_args,
-    check_snapshot_args,
 )
+from fumarole.store.log_front import LogFront
 from fumarole.store.migrate import check_schema, migrate
 
 _INSERT = (
@@ -183,7 +179,7 @@ class _Writer:
         self.conn.close()
 
 
-class SqliteEventLog:
+class SqliteEventLog(LogFront):
     """The EventLog on an SQLite file.
 
     Writes go through one writer task that owns the only read-write connection: it takes the
@@ -305,35 +301,6 @@ class SqliteEventLog:
                 await anyio.to_thread.run_sync(self._writer.close, limiter=self._writer_limiter)
         self._notify()
 
-    async def __aenter__(self) -> SqliteEventLog:
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.close()
-
-    # -- writes ----------------------------------------------------------------------------------
-    async def append(
-        self,
-        events: Sequence[Event],
-        *,
-        idem_keys: Sequence[str | None] | None = None,
-        checkpoint: tuple[str, int] | None = None,
-    ) -> list[int]:
-        keys = check_append_args(len(events), idem_keys, checkpoint)
-        rows = indexed_rows(events, keys)
-        if not rows and checkpoint is None:
-            self._check_writable()
-            return []
-        return await self._submit(rows, checkpoint, None)
-
-    async def set_checkpoint(self, consumer: str, seq: int) -> None:
-        check_checkpoint(consumer, seq)
-        await self._submit([], (consumer, seq), None)
-
-    async def save_snapshot(self, name: str, seq: int, data: bytes) -> None:
-        check_snapshot_args(name, seq)
-        await self._submit([], None, (name, seq, bytes(data)))
-
     def _check_writable(self) -> None:
         if self.readonly:
             raise LogError(f"{self.path}: the event log was opened read-only")
@@ -342,7 +309,7 @@ class SqliteEventLog:
         if self._writer_error is not None:
             raise LogClosedError(f"the event log's writer stopped: {self._writer_error!r}")
 
-    async def _submit(
+    async def _write(
         self,
         rows: list[IndexedRow],
         checkpoint: tuple[str, int] | None,
@@ -452,6 +419,9 @@ class SqliteEventLog:
             raise LogClosedError("the event log is closed")
         return self._readers[next(self._reader_turn)]
 
+    def _decode(self, row: Any) -> StoredEvent:
+        return _stored(row, self.path)
+
     async def _select(
         self, from_seq: int, to_seq: int | None, limit: int, types: Collection[str] | None
     ) -> list[StoredEvent]:
@@ -482,19 +452,6 @@ class SqliteEventLog:
     ) -> list[StoredEvent]:
         check_read_args(from_seq, limit)
         return await self._select(from_seq, None, limit, types)
-
-    async def read_range(
-        self, from_seq: int, to_seq: int, *, types: Collection[str] | None = None, batch: int = 10000
-    ) -> AsyncGenerator[StoredEvent, None]:
-        check_read_args(from_seq, batch)
-        seq = from_seq
-        while seq <= to_seq:
-            page = await self._select_rows(seq, to_seq, batch, types)
-            if not page:
-                return
-            for row in page:  # decoded one at a time: only what the consumer keeps stays alive
-                yield _stored(row, self.path)
-            seq = int(page[-1][0]) + 1
 
     async def tail(
         self, from_seq: int, *, limit: int = 1000, timeout: float | None = None
