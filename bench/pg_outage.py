@@ -135,25 +135,34 @@ def one_run(server: PgServer, fault: str, lease: float, stop: float) -> float:
             p.wait()
 
 
+def spread(times: list[float]) -> dict[str, float]:
+    """min / median / max of a list of seconds, to the millisecond."""
+    return {
+        "min": round(min(times), 3),
+        "median": round(statistics.median(times), 3),
+        "max": round(max(times), 3),
+    }
+
+
+def local_server() -> PgServer:
+    """A throwaway PostgreSQL server from Debian's binaries, or exit with a message."""
+    bindir = find_bindir()
+    if bindir is None:
+        raise SystemExit("PostgreSQL binaries not found (/usr/lib/postgresql/*/bin)")
+    return start_server(bindir)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--lease", type=float, default=1.0)
     ap.add_argument("--stop", type=float, default=3.0)
     args = ap.parse_args()
-    bindir = find_bindir()
-    if bindir is None:
-        raise SystemExit("PostgreSQL binaries not found (/usr/lib/postgresql/*/bin)")
-    server = start_server(bindir)
+    server = local_server()
     out: dict[str, object] = {"lease_s": args.lease, "stop_s": args.stop, "runs": args.runs}
     try:
         for fault in ("restart", "stop", "terminate", "failover", "failover_in_outage"):
-            times = [one_run(server, fault, args.lease, args.stop) for _ in range(args.runs)]
-            out[fault] = {
-                "min": round(min(times), 3),
-                "median": round(statistics.median(times), 3),
-                "max": round(max(times), 3),
-            }
+            out[fault] = spread([one_run(server, fault, args.lease, args.stop) for _ in range(args.runs)])
     finally:
         server.stop()
     print(json.dumps(out, indent=2))

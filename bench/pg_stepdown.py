@@ -21,7 +21,6 @@ import argparse
 import json
 import signal
 import socket
-import statistics
 import subprocess
 import sys
 import time
@@ -32,8 +31,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "bench"))
 sys.path.insert(0, str(ROOT / "tests" / "store"))
 from fumarole_pg_proxy import CuttableProxy  # noqa: E402
-from fumarole_pg_server import PgServer, find_bindir, fresh_dsn, start_server  # noqa: E402
-from pg_outage import FUMAROLE, _env, head, wait_past  # noqa: E402
+from fumarole_pg_server import PgServer, fresh_dsn  # noqa: E402
+from pg_outage import FUMAROLE, _env, head, local_server, spread, wait_past  # noqa: E402
 
 
 def _free_port() -> int:
@@ -110,22 +109,14 @@ def main() -> None:
     ap.add_argument("--lease", type=float, default=1.0)
     ap.add_argument("--extra", type=float, default=0.5)
     args = ap.parse_args()
-    bindir = find_bindir()
-    if bindir is None:
-        raise SystemExit("PostgreSQL binaries not found (/usr/lib/postgresql/*/bin)")
-    server = start_server(bindir)
+    server = local_server()
     out: dict[str, object] = {"lease_s": args.lease, "extra_s": args.extra, "runs": args.runs}
     try:
         runs = [one_run(server, args.lease, args.extra) for _ in range(args.runs)]
     finally:
         server.stop()
     for key in ("takeover", "step_down", "re_lead"):
-        times = [r[key] for r in runs]
-        out[key] = {
-            "min": round(min(times), 3),
-            "median": round(statistics.median(times), 3),
-            "max": round(max(times), 3),
-        }
+        out[key] = spread([r[key] for r in runs])
     print(json.dumps(out, indent=2))
 
 
