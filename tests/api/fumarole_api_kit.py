@@ -10,11 +10,13 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from fumarole.api.app import build_app
 from fumarole.daemon.cache import Projection, load_projection
 from fumarole.daemon.manifests import expand_job, load_objects
 from fumarole.daemon.runtime.api_view import LiveView
@@ -154,6 +156,26 @@ def fresh_copy(history: Path, tmp_path: Path) -> Path:
 async def live_copy(history: Path, tmp_path: Path) -> LiveFixture:
     """A LiveFixture over a fresh copy of `history`."""
     return await LiveFixture.open(str(fresh_copy(history, tmp_path)))
+
+
+async def api_client(db: Path, aiohttp_client: Any, token: str = "t") -> AsyncIterator[Any]:
+    """An aiohttp test client of the API over the log file `db` (its LiveFixture as `client.fx`);
+    for a fixture body: `async for c in api_client(db, aiohttp_client): yield c`."""
+    fx = await LiveFixture.open(str(db))
+    c = await aiohttp_client(build_app(fx.view, token=token))
+    c.fx = fx
+    try:
+        yield c
+    finally:
+        await c.close()
+        await fx.close()
+
+
+async def get_json(client: Any, url: str, status: int = 200) -> Any:
+    """GET `url`, check the status, return the decoded body."""
+    r = await client.get(url)
+    assert r.status == status, (url, r.status, await r.text())
+    return await r.json()
 
 
 def free_port() -> int:

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from fumarole_api_kit import LiveFixture
+from fumarole_api_kit import LiveFixture, api_client, get_json
 
 from fumarole.api.app import build_app
 from fumarole.daemon.runtime.queue_history import QueueHistoryReader, sample_cycles
@@ -62,18 +62,8 @@ async def _write(path: str) -> None:
 async def client(tmp_path: Path, aiohttp_client: Any) -> AsyncIterator[Any]:
     db = tmp_path / "log.db"
     await _write(str(db))
-    fx = await LiveFixture.open(str(db))
-    c = await aiohttp_client(build_app(fx.view, token="t"))
-    c.fx = fx
-    yield c
-    await c.close()
-    await fx.close()
-
-
-async def _get(client: Any, url: str, status: int = 200) -> Any:
-    r = await client.get(url)
-    assert r.status == status, (url, r.status, await r.text())
-    return await r.json()
+    async for c in api_client(db, aiohttp_client):
+        yield c
 
 
 def test_sample_cycles_spread_evenly_with_both_ends() -> None:
@@ -85,7 +75,7 @@ def test_sample_cycles_spread_evenly_with_both_ends() -> None:
 
 
 async def test_every_cycle_is_the_state_as_of_that_cycle(client: Any) -> None:
-    h = await _get(client, "/v1/queue-history")
+    h = await get_json(client, "/v1/queue-history")
     assert (h["from_cycle"], h["to_cycle"], h["last_cycle"], h["recorded"]) == (1, 10, 10, 3)
     assert h["cycles"] == list(range(1, 11))
     a, b = h["queues"]
@@ -100,7 +90,7 @@ async def test_every_cycle_is_the_state_as_of_that_cycle(client: Any) -> None:
 
 
 async def test_a_range_downsampled_to_points(client: Any) -> None:
-    h = await _get(client, "/v1/queue-history?from=2&to=9&points=3")
+    h = await get_json(client, "/v1/queue-history?from=2&to=9&points=3")
     assert h["cycles"] == [2, 5, 9] and h["recorded"] == 2
     a = h["queues"][0]
     assert a["allocated"]["cpu"] == [1, 3, 6] and a["waiting"] == [1, 0, 1]
@@ -136,7 +126,7 @@ async def test_an_empty_log_has_no_cycles_and_no_queues(tmp_path: Path, aiohttp_
     fx = await LiveFixture.open(str(db))
     c = await aiohttp_client(build_app(fx.view, token="t"))
     try:
-        h = await _get(c, "/v1/queue-history")
+        h = await get_json(c, "/v1/queue-history")
         assert h["cycles"] == [] and h["queues"] == [] and h["last_cycle"] == 0
     finally:
         await c.close()
@@ -144,7 +134,7 @@ async def test_an_empty_log_has_no_cycles_and_no_queues(tmp_path: Path, aiohttp_
 
 
 async def test_to_beyond_the_log_stops_at_its_last_cycle(client: Any) -> None:
-    h = await _get(client, "/v1/queue-history?from=9&to=99")
+    h = await get_json(client, "/v1/queue-history?from=9&to=99")
     assert h["cycles"] == [9, 10] and h["to_cycle"] == 10
 
 
@@ -158,12 +148,12 @@ async def test_to_beyond_the_log_stops_at_its_last_cycle(client: Any) -> None:
     ],
 )
 async def test_bad_query_is_400_naming_the_parameter(client: Any, query: str, path: str) -> None:
-    body = await _get(client, f"/v1/queue-history?{query}", 400)
+    body = await get_json(client, f"/v1/queue-history?{query}", 400)
     assert path in str(body)
 
 
 async def test_openapi_lists_the_endpoint(client: Any) -> None:
-    doc = await _get(client, "/openapi.json")
+    doc = await get_json(client, "/openapi.json")
     op = doc["paths"]["/v1/queue-history"]["get"]
     assert {p["name"] for p in op["parameters"]} == {"from", "to", "points"}
     assert "QueueHistory" in doc["components"]["schemas"]

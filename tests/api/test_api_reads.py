@@ -9,9 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from fumarole_api_kit import LiveFixture, write_history
-
-from fumarole.api.app import build_app
+from fumarole_api_kit import api_client, get_json, write_history
 
 
 @pytest.fixture(scope="module")
@@ -27,23 +25,13 @@ async def client(
 ) -> AsyncIterator[Any]:
     db = tmp_path / "log.db"
     shutil.copy(history[0], db)
-    fx = await LiveFixture.open(str(db))
-    c = await aiohttp_client(build_app(fx.view, token="t"))
-    c.fx = fx
-    yield c
-    await c.close()
-    await fx.close()
-
-
-async def _get(client: Any, url: str, status: int = 200) -> Any:
-    r = await client.get(url)
-    assert r.status == status, (url, r.status, await r.text())
-    return await r.json()
+    async for c in api_client(db, aiohttp_client):
+        yield c
 
 
 async def test_health_and_ready(client: Any, history: tuple[Path, dict[str, Any]]) -> None:
-    assert await _get(client, "/healthz") == {"status": "ok"}
-    ready = await _get(client, "/readyz")
+    assert await get_json(client, "/healthz") == {"status": "ok"}
+    ready = await get_json(client, "/readyz")
     assert ready == {
         "ready": True,
         "folded_seq": history[1]["last"],
@@ -51,33 +39,33 @@ async def test_health_and_ready(client: Any, history: tuple[Path, dict[str, Any]
         "config_warnings": [],
     }
     client.fx.view._service.ready = False
-    assert (await _get(client, "/readyz", 503))["ready"] is False
+    assert (await get_json(client, "/readyz", 503))["ready"] is False
 
 
 async def test_cycles_are_keyset_paged_with_counts(client: Any, history: tuple[Path, dict[str, Any]]) -> None:
-    first = await _get(client, "/v1/cycles?limit=2")
+    first = await get_json(client, "/v1/cycles?limit=2")
     assert [c["cycle"] for c in first["items"]] == [1, 2]
     assert [c["seq"] for c in first["items"]] == history[1]["cycles"][:2]
     c1 = first["items"][0]
     assert c1["watermark"] == c1["seq"] - 1 and len(c1["conf_hash"]) == 64
     assert c1["closed"]["binds"] == 8 and c1["closed"]["jobs"] == 4  # the example cluster's first cycle
-    nxt = await _get(client, f"/v1/cycles?since={first['next_since']}&limit=2")
+    nxt = await get_json(client, f"/v1/cycles?since={first['next_since']}&limit=2")
     assert [c["cycle"] for c in nxt["items"]] == [3]
     assert nxt["next_since"] is None
 
 
 async def test_cycle_detail_lists_its_decisions(client: Any, history: tuple[Path, dict[str, Any]]) -> None:
-    d = await _get(client, "/v1/cycles/1")
+    d = await get_json(client, "/v1/cycles/1")
     assert d["cycle"]["cycle"] == 1
     types = [x["type"] for x in d["decisions"]]
     assert types[0] == "cycle.opened" and types[-1] == "cycle.closed"
     assert types.count("decision.bind") == 8
     assert "decision.queue_figures" in types
     assert all(x["event"]["cycle"] == 1 for x in d["decisions"])
-    page = await _get(client, "/v1/cycles/1?limit=3")
+    page = await get_json(client, "/v1/cycles/1?limit=3")
     assert len(page["decisions"]) == 3 and page["next_since"] == page["decisions"][-1]["seq"] + 1
-    assert (await _get(client, "/v1/cycles/99", 404))["error"] == "not-found"
-    bad = await _get(client, "/v1/cycles/x1", 400)
+    assert (await get_json(client, "/v1/cycles/99", 404))["error"] == "not-found"
+    bad = await get_json(client, "/v1/cycles/x1", 400)
     assert bad["path"] == "path.id"
 
 
@@ -86,25 +74,25 @@ async def test_decisions_by_job_pod_queue_node_cycle(
 ) -> None:
     binds = history[1]["binds"]
     seq, ev = binds[0]
-    by_job = await _get(client, f"/v1/decisions?job={ev.job}")
+    by_job = await get_json(client, f"/v1/decisions?job={ev.job}")
     assert by_job["items"] and all(
         x["event"].get("job", f"{x['event']['namespace']}/{x['event']['name']}") == ev.job
         for x in by_job["items"]
     )
     assert seq in [x["seq"] for x in by_job["items"]]
-    by_pod = await _get(client, f"/v1/decisions?pod={ev.namespace}/{ev.name}")
+    by_pod = await get_json(client, f"/v1/decisions?pod={ev.namespace}/{ev.name}")
     assert [x["seq"] for x in by_pod["items"]] == [seq]
-    by_node = await _get(client, f"/v1/decisions?node={ev.node}&type=decision.bind")
+    by_node = await get_json(client, f"/v1/decisions?node={ev.node}&type=decision.bind")
     assert by_node["items"] and {x["event"]["node"] for x in by_node["items"]} == {ev.node}
-    by_queue = await _get(client, "/v1/decisions?queue=research&type=decision.bind")
+    by_queue = await get_json(client, "/v1/decisions?queue=research&type=decision.bind")
     assert {x["event"]["queue"] for x in by_queue["items"]} == {"research"}
     assert len(by_queue["items"]) == sum(1 for _, b in binds if b.queue == "research")
-    by_cycle = await _get(client, "/v1/decisions?cycle=2&limit=1000")
+    by_cycle = await get_json(client, "/v1/decisions?cycle=2&limit=1000")
     assert {x["event"]["cycle"] for x in by_cycle["items"]} == {2}
-    page1 = await _get(client, "/v1/decisions?cycle=1&limit=2")
-    page2 = await _get(client, f"/v1/decisions?cycle=1&limit=2&since={page1['next_since']}")
+    page1 = await get_json(client, "/v1/decisions?cycle=1&limit=2")
+    page2 = await get_json(client, f"/v1/decisions?cycle=1&limit=2&since={page1['next_since']}")
     assert page2["items"][0]["seq"] > page1["items"][-1]["seq"]
-    none = await _get(client, "/v1/decisions?job=nobody/nothing")
+    none = await get_json(client, "/v1/decisions?job=nobody/nothing")
     assert none == {"items": [], "next_since": None}
 
 
@@ -120,38 +108,38 @@ async def test_decisions_by_job_pod_queue_node_cycle(
     ],
 )
 async def test_decisions_bad_query_is_400_with_the_parameter(client: Any, query: str, path: str) -> None:
-    body = await _get(client, f"/v1/decisions?{query}", 400)
+    body = await get_json(client, f"/v1/decisions?{query}", 400)
     assert body["error"] == "bad-request" and body["path"] == path and body["detail"]
 
 
 async def test_events_keyset_paged_and_filtered(client: Any, history: tuple[Path, dict[str, Any]]) -> None:
-    page = await _get(client, "/v1/events?limit=5")
+    page = await get_json(client, "/v1/events?limit=5")
     assert [x["seq"] for x in page["items"]] == [1, 2, 3, 4, 5]
     assert page["items"][0]["type"] == "config.recorded"
-    nxt = await _get(client, f"/v1/events?since={page['next_since']}&limit=5")
+    nxt = await get_json(client, f"/v1/events?since={page['next_since']}&limit=5")
     assert nxt["items"][0]["seq"] == 6
-    nodes = await _get(client, "/v1/events?type=node.upserted&limit=100")
+    nodes = await get_json(client, "/v1/events?type=node.upserted&limit=100")
     assert len(nodes["items"]) == 6 and {x["type"] for x in nodes["items"]} == {"node.upserted"}
-    both = await _get(client, "/v1/events?type=node.upserted,queue.upserted&limit=100")
+    both = await get_json(client, "/v1/events?type=node.upserted,queue.upserted&limit=100")
     assert {x["type"] for x in both["items"]} == {"node.upserted", "queue.upserted"}
-    assert (await _get(client, "/v1/events?type=bogus", 400))["path"] == "query.type"
-    tail = await _get(client, f"/v1/events?since={history[1]['last'] + 1}")
+    assert (await get_json(client, "/v1/events?type=bogus", 400))["path"] == "query.type"
+    tail = await get_json(client, f"/v1/events?since={history[1]['last'] + 1}")
     assert tail == {"items": [], "next_since": None}
 
 
 async def test_jobs_list_and_filters(client: Any) -> None:
-    jobs = await _get(client, "/v1/jobs")
+    jobs = await get_json(client, "/v1/jobs")
     names = [f"{j['namespace']}/{j['name']}" for j in jobs["items"]]
     assert names == sorted(names) and "team-a/bad-fit" in names and "team-a/train" in names
     train = next(j for j in jobs["items"] if j["name"] == "train")
     assert train["pending"] is False and train["tasks_by_status"] == {"Running": 4}
-    research = await _get(client, "/v1/jobs?queue=research")
+    research = await get_json(client, "/v1/jobs?queue=research")
     assert research["items"] and {j["queue"] for j in research["items"]} == {"research"}
-    assert (await _get(client, "/v1/jobs?phase=NoSuchPhase"))["items"] == []
+    assert (await get_json(client, "/v1/jobs?phase=NoSuchPhase"))["items"] == []
 
 
 async def test_pending_job_is_explained_with_ranked_reasons(client: Any) -> None:
-    bad = await _get(client, "/v1/jobs/team-a/bad-fit")
+    bad = await get_json(client, "/v1/jobs/team-a/bad-fit")
     assert bad["pending"] is True and bad["tasks_by_status"].get("Pending")
     ex = bad["explanation"]
     assert ex["message"].startswith(f"{bad['tasks_by_status']['Pending']}/")
@@ -161,27 +149,27 @@ async def test_pending_job_is_explained_with_ranked_reasons(client: Any) -> None
     assert top["code"] in {"predicates-failed", "gang-unsatisfied", "enqueue-rejected", "queue-overused"}
     assert any(r["total_nodes"] == 6 and r["nodes"] for r in ex["reasons"]), ex["reasons"]
     assert set(ex["pods"]) and all(p.startswith("team-a/bad-fit") for p in ex["pods"])
-    done = await _get(client, "/v1/jobs/team-a/train")
+    done = await get_json(client, "/v1/jobs/team-a/train")
     assert done["pending"] is False and done["explanation"] is None
     assert {t["status"] for t in done["tasks"]} == {"Running"} and all(t["node"] for t in done["tasks"])
-    missing = await _get(client, "/v1/jobs/team-a/nope", 404)
+    missing = await get_json(client, "/v1/jobs/team-a/nope", 404)
     assert missing["error"] == "not-found" and "team-a/nope" in missing["detail"]
 
 
 async def test_queues_carry_spec_and_plugin_figures(client: Any) -> None:
-    qs = await _get(client, "/v1/queues")
+    qs = await get_json(client, "/v1/queues")
     by = {q["name"]: q for q in qs["items"]}
     assert by["research"]["weight"] == 3 and by["batch"]["weight"] == 1
     assert by["batch"]["capability"]["cpu"] == "40"
     assert by["research"]["deserved"] and by["research"]["allocated"]["nvidia.com/gpu"] == "8"
     assert 0 < by["research"]["share"] <= 1 and by["research"]["state"] == "Open"
-    one = await _get(client, "/v1/queues/research")
+    one = await get_json(client, "/v1/queues/research")
     assert one == by["research"]
-    await _get(client, "/v1/queues/none", 404)
+    await get_json(client, "/v1/queues/none", 404)
 
 
 async def test_nodes_show_allocatable_idle_used_pods(client: Any) -> None:
-    ns = await _get(client, "/v1/nodes")
+    ns = await get_json(client, "/v1/nodes")
     by = {n["name"]: n for n in ns["items"]}
     assert set(by) == {"cpu-0", "cpu-1", "cpu-2", "cpu-3", "gpu-0", "gpu-1"}
     gpu = by["gpu-0"]
@@ -189,8 +177,8 @@ async def test_nodes_show_allocatable_idle_used_pods(client: Any) -> None:
     assert sorted(gpu["pods"]) == gpu["pods"] and all(
         p.startswith("team-a/train-worker-") for p in gpu["pods"]
     )
-    assert await _get(client, "/v1/nodes/gpu-0") == gpu
-    await _get(client, "/v1/nodes/none", 404)
+    assert await get_json(client, "/v1/nodes/gpu-0") == gpu
+    await get_json(client, "/v1/nodes/none", 404)
 
 
 async def test_metrics_use_volcano_names(client: Any) -> None:
@@ -231,7 +219,7 @@ async def test_metrics_use_volcano_names(client: Any) -> None:
 
 
 async def test_openapi_document(client: Any) -> None:
-    doc = await _get(client, "/openapi.json")
+    doc = await get_json(client, "/openapi.json")
     assert doc["openapi"] == "3.1.0"
     for path in (
         "/v1/cycles",
@@ -255,5 +243,5 @@ async def test_openapi_document(client: Any) -> None:
 
 
 async def test_unknown_route_is_json_404(client: Any) -> None:
-    body = await _get(client, "/v2/nothing", 404)
+    body = await get_json(client, "/v2/nothing", 404)
     assert body["error"] == "not-found"
