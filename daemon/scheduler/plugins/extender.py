@@ -25,7 +25,7 @@ from typing import Any
 from fumarole.daemon.scheduler.framework import combinators as cb
 from fumarole.daemon.scheduler.framework.callout import CalloutAnswer
 from fumarole.daemon.scheduler.framework.conf import GO_PARSE_BOOL
-from fumarole.daemon.scheduler.framework.session import EventHandler, Session
+from fumarole.daemon.scheduler.framework.session import EventError, EventHandler, Session
 from fumarole.daemon.scheduler.model.fit import Code, FitError, fit_error
 from fumarole.daemon.scheduler.model.job import JobInfo
 from fumarole.daemon.scheduler.model.node import NodeInfo
@@ -631,11 +631,11 @@ class ExtenderPlugin:
         resp, err_text = self.send_partial(verb, {"task": task_json(task)}, "EventHandlerResponse")
         err: Exception | None = None
         if err_text and not self.conf.ignorable:
-            err = ExtenderError(err_text)
+            err = EventError(f"extender: {err_text}")
         # Read even after a failed decode: what decoded before the error counts.
         message = resp.get("errorMessage") if resp is not None else ""
         if message:
-            err = ExtenderError(message)
+            err = EventError(f"extender: {message}")
         return err
 
     def on_allocate(self, task: TaskInfo) -> Exception | None:
