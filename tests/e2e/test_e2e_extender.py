@@ -55,9 +55,8 @@ def test_extender_answers_are_logged_and_replayed_without_the_extender(tmp_path:
     conf.write_text(CONF.format(url=server.url, score="score"))
     data = tmp_path / "data"
     try:
-        p = run_daemon(
-            "--data-dir", str(data), "--cluster", str(c), "--workload", str(w), "--conf", str(conf), "--no-api"
-        )
+        args = ["--data-dir", str(data), "--cluster", str(c), "--workload", str(w), "--conf", str(conf)]
+        p = run_daemon(*args, "--no-api")
     finally:
         server.stop()
     assert p.returncode == 0, p.stdout + p.stderr

@@ -82,8 +82,10 @@ class RecordingPort:
 class ReplayPort:
     """Answers from a record (see the module notes); `records` are those actually consumed."""
 
-    def __init__(self, recorded: Iterable[CalloutRecord], *, cycle: int) -> None:
+    def __init__(self, recorded: Iterable[CalloutRecord], *, cycle: int = 0, source: str = "") -> None:
         self.cycle = cycle
+        # How a failure names where the answers came from ("cycle N" by default).
+        self.source = source or f"cycle {cycle}"
         self._answers: dict[tuple[str, str], list[CalloutRecord]] = {}
         for r in recorded:
             self._answers.setdefault((r.verb, r.digest), []).append(r)
@@ -98,7 +100,7 @@ class ReplayPort:
         if n >= len(answers):
             what = "asked again" if answers else "asked something the log does not record"
             raise CalloutUnavailable(
-                f"cycle {self.cycle}: extender verb {verb!r} {what} (request {digest[:12]}, "
+                f"{self.source}: extender verb {verb!r} {what} (request {digest[:12]}, "
                 f"call {n + 1} of that request); replay does not call out"
             )
         self._used[key] = n + 1
