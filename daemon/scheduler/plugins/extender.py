@@ -92,9 +92,6 @@ def parse_config(arguments: Mapping[str, Any]) -> ExtenderConfig:
         return v
 
     verbs = {k: text(k) for k in VERBS}
-    for k, v in verbs.items():
-        if "/" in v.strip("/") or v != v.strip():
-            raise ExtenderConfigError(PREFIX + k, f"a verb is one path segment, got {v!r}")
     url = text("urlPrefix")
     if any(verbs.values()) and not url:
         first = next(k for k, v in verbs.items() if v)
