@@ -106,7 +106,9 @@ def parse_config(arguments: Mapping[str, Any]) -> ExtenderConfig:
         except GoDurationError as e:
             raise ExtenderConfigError(PREFIX + "httpTimeout", f"not a Go duration: {e}") from None
         timeout_s = max(0.0, ns / 1e9)
-    ign: Any = arguments.get(PREFIX + "ignorable", False)
+    ign: Any = arguments.get(PREFIX + "ignorable")
+    if ign is None:
+        ign = False
     if isinstance(ign, str) and ign in GO_PARSE_BOOL:
         ign = GO_PARSE_BOOL[ign]
     if not isinstance(ign, bool):
