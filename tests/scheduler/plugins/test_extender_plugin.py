@@ -357,6 +357,25 @@ def gpu_pod(where: str) -> PodFacts:
         (["nvidia.com/gpu"], gpu_pod("init"), True),
         (["nvidia.com/gpu"], PodFacts(), False),
         (["nvidia.com/gpu", "amd.com/gpu"], gpu_pod("requests"), True),
+        # TestHasManagedResources: a second container holds it; an empty container; partial match.
+        (
+            ["nvidia.com/gpu"],
+            PodFacts(
+                extended_resources=(
+                    ContainerResources(),
+                    ContainerResources(requests={"nvidia.com/gpu": 1}),
+                )
+            ),
+            True,
+        ),
+        (["nvidia.com/gpu"], PodFacts(extended_resources=(ContainerResources(),)), False),
+        (
+            ["nvidia.com/gpu", "amd.com/gpu"],
+            PodFacts(
+                extended_resources=(ContainerResources(requests={"intel.com/gpu": 1, "nvidia.com/gpu": 1}),)
+            ),
+            True,
+        ),
     ],
 )
 def test_is_interested(managed: list[str], pod: PodFacts, expected: bool) -> None:
