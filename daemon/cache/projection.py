@@ -41,6 +41,7 @@ from fumarole.store.events import (
     BindDecided,
     BindFailed,
     BindSucceeded,
+    CalloutsRecorded,
     ClockAdvanced,
     ConfigurationRecorded,
     ConfigurationRejected,
@@ -71,6 +72,7 @@ __all__ = ["SNAPSHOT_NEUTRAL", "Projection", "session_id"]
 SNAPSHOT_NEUTRAL: frozenset[type] = frozenset(
     {
         BindSucceeded,
+        CalloutsRecorded,
         ClockAdvanced,
         ConfigurationRecorded,
         ConfigurationRejected,

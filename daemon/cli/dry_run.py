@@ -19,6 +19,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from fumarole.daemon.scheduler.framework.apply import apply_result
+from fumarole.daemon.scheduler.framework.callout import CalloutPort
 from fumarole.daemon.scheduler.framework.conf import SchedulerConf
 from fumarole.daemon.scheduler.framework.run import SessionResult, run_session
 from fumarole.daemon.scheduler.model.job import Condition
@@ -120,11 +121,14 @@ def dry_run(
     now: float | None = None,
     tracer_provider: Any = None,
     between_cycles: Callable[[], object] | None = None,
+    callouts: CalloutPort | None = None,
+    cycle_done: Callable[[int], object] | None = None,
 ) -> DryRunResult:
     """Run `cycles` sessions from `now` (None: the newest creationTimestamp of the inputs).
 
     `between_cycles` is called after applying a session's decisions, before the next session
-    (the CLI collects garbage there).
+    (the CLI collects garbage there).  `callouts` is the sessions' callout port (the extender
+    plugin: live HTTP, or answers from a file); `cycle_done(i)` is called after each session.
     """
     no_timestamps = False
     if now is None:
@@ -140,7 +144,9 @@ def dry_run(
         snapshot.now = now + i * SCHEDULE_PERIOD_SECONDS
         snapshot.previous_now = now + (i - 1) * SCHEDULE_PERIOD_SECONDS if i else None
         snapshot.session_id = f"session-{i + 1}"
-        result = run_session(snapshot, conf, tracer_provider=tracer_provider)
+        result = run_session(snapshot, conf, tracer_provider=tracer_provider, callouts=callouts)
+        if cycle_done is not None:
+            cycle_done(i + 1)
         for key in result.bind_order:
             out.binds[key] = result.binds[key]
         for ev in result.evictions:

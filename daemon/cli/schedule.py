@@ -65,6 +65,19 @@ def add_parser(sub: Any) -> None:
         help="refuse a scheduler configuration that draws a warning (e.g. an unknown plugin name)",
     )
     s.add_argument(
+        "--callouts-from",
+        metavar="FILE",
+        help=(
+            "answer the extender plugin's HTTP calls from FILE (JSON lines, as --callouts-out writes or "
+            "`fumarole events --type cycle.callouts` prints) instead of calling out; a call it lacks: exit 2"
+        ),
+    )
+    s.add_argument(
+        "--callouts-out",
+        metavar="FILE",
+        help="write the extender calls of this run and their answers to FILE (JSON lines, one per cycle)",
+    )
+    s.add_argument(
         "--timings",
         action="store_true",
         help="print the seconds (wall and CPU) of each phase as one JSON line on stderr (bench/schedule.py)",
@@ -109,6 +122,54 @@ class _Phases:
         wall, cpu = time.perf_counter(), time.process_time()
         self.figures[phase] = {"wall": round(wall - self._wall, 4), "cpu": round(cpu - self._cpu, 4)}
         self._wall, self._cpu = wall, cpu
+
+
+def _dry_run_with_callouts(args: argparse.Namespace, snapshot: Any, conf: Any, now: Any, dry_run: Any) -> Any:
+    """The sessions, calling out live (the extender's configured URL) or answered from
+    `--callouts-from`; with `--callouts-out` every cycle's calls are written as they end."""
+    from fumarole.daemon.scheduler.framework.callout import CalloutUnavailable, RecordingPort, ReplayPort
+
+    inner: Any
+    if args.callouts_from:
+        from fumarole.daemon.cli.callout_files import read_records
+
+        inner = ReplayPort(read_records(args.callouts_from), source=f"--callouts-from {args.callouts_from}")
+    else:
+        from fumarole.daemon.callouts_http import HttpCalloutPort
+
+        inner = HttpCalloutPort()
+    port = RecordingPort(inner)
+    out_file = None
+    if args.callouts_out:
+        try:
+            out_file = open(args.callouts_out, "w", encoding="utf-8")  # noqa: SIM115 - closed below
+        except OSError as e:
+            raise InputError(f"--callouts-out {args.callouts_out}: cannot write: {e.strerror}") from e
+    written = 0
+
+    def cycle_done(cycle: int) -> None:
+        nonlocal written
+        if out_file is not None:
+            from fumarole.daemon.cli.callout_files import write_cycle
+
+            write_cycle(out_file, cycle, port.records[written:])
+        written = len(port.records)
+
+    try:
+        return dry_run(
+            snapshot,
+            conf,
+            args.cycles,
+            now=now,
+            between_cycles=gc.collect,
+            callouts=port,
+            cycle_done=cycle_done,
+        )
+    except CalloutUnavailable as e:
+        raise InputError(str(e)) from None
+    finally:
+        if out_file is not None:
+            out_file.close()
 
 
 def cmd_schedule(args: argparse.Namespace) -> int:
@@ -158,7 +219,7 @@ def _schedule(args: argparse.Namespace) -> int:
                 f"note: {name}: a scheduler configuration, not manifests: skipped (pass it as --conf)",
                 file=sys.stderr,
             )
-    result = dry_run(snapshot, conf, args.cycles, now=now, between_cycles=gc.collect)
+    result = _dry_run_with_callouts(args, snapshot, conf, now, dry_run)
     phases.mark("sessions")
     for w in result.warnings:
         print(f"warning: {w}", file=sys.stderr)

@@ -4,7 +4,9 @@
 `fumarole.daemon.scheduler.framework.run.run_session` and turns the SessionResult into the events one
 cycle writes, in this order:
 
-1. `CycleOpened` (cycle, watermark, now_ms = the snapshot's virtual now, conf_hash, seed 0);
+1. `CycleOpened` (cycle, watermark, now_ms = the snapshot's virtual now, conf_hash, seed 0),
+   then `CalloutsRecorded` with the answers the session got from outside services (the
+   extender plugin) through the `callouts` port, in call order, when it asked any;
 2. `BindDecided` per bound task, in the session's dispatch order;
 3. `EvictDecided` per eviction, in the session's order (action and reason kept);
 4. `PipelineDecided` per pipelined task, sorted by pod key;
@@ -43,6 +45,7 @@ import msgspec
 
 from fumarole.daemon.cache.projection import session_id
 from fumarole.daemon.runtime.job_tally import JobTally
+from fumarole.daemon.scheduler.framework.callout import CalloutAnswer, CalloutPort, CalloutRecord
 from fumarole.daemon.scheduler.framework.conf import SchedulerConf
 from fumarole.daemon.scheduler.framework.run import SessionResult, run_session
 from fumarole.daemon.scheduler.model.job import JobInfo
@@ -51,6 +54,8 @@ from fumarole.daemon.scheduler.model.snapshot import ClusterSnapshot
 from fumarole.daemon.scheduler.model.task import TaskInfo
 from fumarole.store.events import (
     BindDecided,
+    CalloutCall,
+    CalloutsRecorded,
     CycleClosed,
     CycleOpened,
     EvictDecided,
@@ -70,6 +75,8 @@ __all__ = [
     "REASON_CODES",
     "CycleDecisions",
     "CycleEvent",
+    "call_records",
+    "callout_calls",
     "classify_reason",
     "comparable",
     "decide",
@@ -82,6 +89,7 @@ __all__ = [
 
 CycleEvent = (
     CycleOpened
+    | CalloutsRecorded
     | BindDecided
     | EvictDecided
     | PipelineDecided
@@ -145,6 +153,7 @@ def decide(
     previous_queues: Mapping[str, QueueFigures] | None = None,
     reuse: SessionResult | None = None,
     tally: JobTally | None = None,
+    callouts: CalloutPort | None = None,
 ) -> CycleDecisions:
     """Run one session over `snapshot` and return its decision events (see the module notes).
 
@@ -155,13 +164,19 @@ def decide(
     result the caller has proved equal to what this session would give (session_memo.py): it is
     used instead of running the session.  `tally` is a JobTally updated with `snapshot`
     (job_tally.py): the task count and the pod-key lookups are read from it instead of passing
-    over every task of the snapshot.
+    over every task of the snapshot.  `callouts` is the session's callout port: a RecordingPort
+    (live) or a ReplayPort (replay), whose `records` (the calls made, in order) become the
+    cycle's CalloutsRecorded; None: the session has no port (a plugin that calls out fails).
     """
     if tally is not None and tally.jobs is not snapshot.jobs:
         raise ValueError("decide: the tally was not updated with this snapshot")
     t0 = time.perf_counter()
     snap = replace(snapshot, session_id=session_id(cycle))
-    result = reuse if reuse is not None else run_session(snap, conf, tracer_provider=tracer_provider)
+    result = (
+        reuse
+        if reuse is not None
+        else run_session(snap, conf, tracer_provider=tracer_provider, callouts=callouts)
+    )
     duration = time.perf_counter() - t0
     needed = {*result.bind_order, *(ev.task for ev in result.evictions), *result.pipelined, *result.pending}
     tasks = tally.lookup(needed) if tally is not None else _task_index(snap, needed)
@@ -169,6 +184,9 @@ def decide(
     events: list[CycleEvent] = [
         CycleOpened(cycle=cycle, watermark=watermark, now_ms=now_ms, conf_hash=conf_hash, trace_id=trace_id)
     ]
+    records: list[CalloutRecord] = list(getattr(callouts, "records", ())) if reuse is None else []
+    if records:
+        events.append(CalloutsRecorded(cycle=cycle, calls=callout_calls(records), trace_id=trace_id))
     seen: set[str] = set()
     for key in result.bind_order:
         node = result.binds.get(key)
@@ -516,6 +534,29 @@ def _explanations(
 # comparison
 
 
+def callout_calls(records: Sequence[CalloutRecord]) -> tuple[CalloutCall, ...]:
+    """The core's call records as the log's CalloutCall entries."""
+    return tuple(
+        CalloutCall(
+            verb=r.verb,
+            url=r.url,
+            digest=r.digest,
+            status=r.answer.status,
+            body=r.answer.body,
+            error=r.answer.error,
+        )
+        for r in records
+    )
+
+
+def call_records(event: CalloutsRecorded) -> list[CalloutRecord]:
+    """A CalloutsRecorded event's calls as the core's records (what a ReplayPort answers from)."""
+    return [
+        CalloutRecord(c.verb, c.url, c.digest, CalloutAnswer(status=c.status, body=c.body, error=c.error))
+        for c in event.calls
+    ]
+
+
 def comparable(event: Any) -> Any:
     """The event with what is measured or run-specific blanked: timings and trace ids."""
     if isinstance(event, CycleClosed):
@@ -540,6 +581,9 @@ def describe(event: Any) -> str:
         return f"{tag} {event.namespace}/{event.name}: {event.message or '(no longer waiting)'}"
     if isinstance(event, QueueFiguresRecorded):
         return f"{tag} cycle {event.cycle}: {', '.join(event.queues) or '(no queues)'}"
+    if isinstance(event, CalloutsRecorded):
+        verbs = ", ".join(dict.fromkeys(c.verb for c in event.calls))
+        return f"{tag} cycle {event.cycle}: {len(event.calls)} call(s) ({verbs})"
     if isinstance(event, CycleOpened):
         return f"{tag} cycle {event.cycle} watermark {event.watermark} now_ms {event.now_ms}"
     if isinstance(event, CycleClosed):

@@ -15,6 +15,14 @@ the cluster acted on; the alternative's are not carried forward) — and the rep
 cycle, the jobs whose bind count would differ, the pods bound elsewhere, the evictions added or
 dropped and the queue shares that would move.
 
+Callouts: a cycle whose session asked an outside service (the extender plugin) has its answers
+in the log (`CalloutsRecorded`, right after its CycleOpened).  The first pass collects them, and
+the re-run session is answered from them through a ReplayPort (framework/callout.py), keyed by
+verb and request digest in call order; nothing calls out.  A session that asks a question the
+log does not hold makes that cycle DIFFERENT, naming the verb and request; the alternative
+configuration (what-if) is answered from the same record, and a question it alone asks is a
+ReplayError (its answers cannot be known offline).
+
 Errors: a corrupt row raises the log's CorruptEventError (naming the seq and the file, and how
 far the replay got: the cycles verified before it, the first that cannot be); a cycle whose
 configuration text is not in the log raises ReplayError.
@@ -29,10 +37,12 @@ from typing import Any
 
 from fumarole.daemon.cache import Projection, fold_log, load
 from fumarole.daemon.runtime.conf_watch import parse_scheduler_conf
-from fumarole.daemon.runtime.cycle import CycleDecisions, decide, first_difference
+from fumarole.daemon.runtime.cycle import CycleDecisions, call_records, decide, first_difference
+from fumarole.daemon.scheduler.framework.callout import CalloutUnavailable, ReplayPort
 from fumarole.daemon.scheduler.framework.conf import SchedulerConf
 from fumarole.store.events import (
     BindDecided,
+    CalloutsRecorded,
     ConfigurationRecorded,
     CycleClosed,
     CycleOpened,
@@ -47,6 +57,7 @@ from fumarole.store.log import CorruptEventError, EventLog
 __all__ = ["CycleVerdict", "ReplayError", "ReplayReport", "WhatIf", "replay"]
 
 _CYCLE_TYPES = (
+    CalloutsRecorded,
     BindDecided,
     EvictDecided,
     PipelineDecided,
@@ -119,16 +130,27 @@ class _Pending:
 
 async def _recorded_cycles(
     log: EventLog, from_seq: int, to_seq: int
-) -> tuple[list[tuple[int, CycleOpened]], dict[str, str]]:
+) -> tuple[list[tuple[int, CycleOpened]], dict[str, str], dict[int, CalloutsRecorded]]:
+    """The cycles (CycleOpened seq, event), the configuration texts by hash, and each cycle's
+    recorded callouts by its CycleOpened seq (the CalloutsRecorded of the same cycle after it)."""
     cycles: list[tuple[int, CycleOpened]] = []
     texts: dict[str, str] = {}
-    async for row in log.read_range(1, to_seq, types=("cycle.opened", "config.recorded")):
+    callouts: dict[int, CalloutsRecorded] = {}
+    opened_at: dict[int, int] = {}  # cycle -> seq of its latest CycleOpened
+    types = ("cycle.opened", "config.recorded", "cycle.callouts")
+    async for row in log.read_range(1, to_seq, types=types):
         ev = row.event
         if isinstance(ev, ConfigurationRecorded):
             texts.setdefault(ev.conf_hash, ev.text)
-        elif isinstance(ev, CycleOpened) and row.seq >= from_seq:
-            cycles.append((row.seq, ev))
-    return cycles, texts
+        elif isinstance(ev, CycleOpened):
+            opened_at[ev.cycle] = row.seq
+            if row.seq >= from_seq:
+                cycles.append((row.seq, ev))
+        elif isinstance(ev, CalloutsRecorded):
+            at = opened_at.get(ev.cycle)
+            if at is not None:
+                callouts.setdefault(at, ev)
+    return cycles, texts, callouts
 
 
 def _conf_for(h: str, texts: dict[str, str], parsed: dict[str, SchedulerConf], cycle: int) -> SchedulerConf:
@@ -193,7 +215,7 @@ async def replay(
     last = await log.last_seq()
     end = last if to_seq is None else min(to_seq, last)
     report = ReplayReport(last_seq=last, alternative_hash=alternative_hash)
-    cycles, texts = await _recorded_cycles(log, max(1, from_seq), end)
+    cycles, texts, callouts = await _recorded_cycles(log, max(1, from_seq), end)
     if not cycles:
         report.seconds = time.perf_counter() - t0
         return report
@@ -235,25 +257,37 @@ async def replay(
                 previous = p.explanations()
                 previous_queues = p.queue_figures_in_force()
                 conf = _conf_for(co.conf_hash, texts, parsed, co.cycle)
-                item.recomputed = decide(
-                    snap,
-                    conf,
-                    cycle=co.cycle,
-                    watermark=co.watermark,
-                    conf_hash=co.conf_hash,
-                    previous=previous,
-                    previous_queues=previous_queues,
-                )
-                if alternative is not None:
-                    item.alternative = decide(
+                recorded_calls = callouts.get(seq)
+                answers = call_records(recorded_calls) if recorded_calls is not None else []
+                try:
+                    item.recomputed = decide(
                         snap,
-                        alternative,
+                        conf,
                         cycle=co.cycle,
                         watermark=co.watermark,
-                        conf_hash=alternative_hash,
+                        conf_hash=co.conf_hash,
                         previous=previous,
                         previous_queues=previous_queues,
+                        callouts=ReplayPort(answers, cycle=co.cycle),
                     )
+                except CalloutUnavailable as e:
+                    verdict.difference = str(e)
+                if alternative is not None:
+                    try:
+                        item.alternative = decide(
+                            snap,
+                            alternative,
+                            cycle=co.cycle,
+                            watermark=co.watermark,
+                            conf_hash=alternative_hash,
+                            previous=previous,
+                            previous_queues=previous_queues,
+                            callouts=ReplayPort(answers, cycle=co.cycle),
+                        )
+                    except CalloutUnavailable as e:
+                        raise ReplayError(
+                            f"the alternative configuration: {e} (its answers are not in the log)"
+                        ) from None
             pending[seq] = item
             by_cycle[co.cycle] = item
             order.append(item)

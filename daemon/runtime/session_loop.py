@@ -6,7 +6,11 @@ transaction, so the cycle's watermark covers it), freezes the projection at its 
 sequence (the watermark), settles the heap (`heap.HeapSettler`), runs
 `fumarole.daemon.runtime.cycle.decide` in a worker thread inside a `cycle` span (the session's spans
 are its children), and appends CycleOpened … CycleClosed as one batch.  The cycle's trace id
-is stamped on every decision event.
+is stamped on every decision event.  The session asks outside services (the extender plugin)
+through a RecordingPort over the live HTTP port (daemon/callouts_http.py): the answers are
+appended in the same batch, as CalloutsRecorded right after CycleOpened, before the decisions
+they led to; a session that called out is never reused by the SessionMemo (the next cycle asks
+again, as Volcano does every session).
 """
 
 from __future__ import annotations
@@ -20,12 +24,14 @@ from typing import TYPE_CHECKING, Any
 import anyio.to_thread
 from opentelemetry import trace
 
+from fumarole.daemon.callouts_http import HttpCalloutPort
 from fumarole.daemon.runtime.conf_watch import ConfWatcher
 from fumarole.daemon.runtime.cycle import CycleDecisions, decide, session_id
 from fumarole.daemon.runtime.heap import HeapSettler
 from fumarole.daemon.runtime.job_tally import JobTally
 from fumarole.daemon.runtime.session_memo import SessionMemo
 from fumarole.daemon.runtime.telemetry import trace_id_hex
+from fumarole.daemon.scheduler.framework.callout import CalloutPort, RecordingPort
 from fumarole.daemon.scheduler.model.node_derived import NodeDerived
 from fumarole.daemon.scheduler.model.snapshot import ClusterSnapshot
 from fumarole.store.events import BindDecided, EvictDecided, PodGroupStatusChanged
@@ -88,9 +94,16 @@ class CycleSummary:
 
 class CycleRunner:
     def __init__(
-        self, projection: Any, conf: ConfWatcher, *, tracer_provider: TracerProvider | None = None
+        self,
+        projection: Any,
+        conf: ConfWatcher,
+        *,
+        tracer_provider: TracerProvider | None = None,
+        callouts: CalloutPort | None = None,
     ) -> None:
         self.projection = projection
+        # The live port sessions call out through (each cycle records over it).
+        self.callouts: CalloutPort = callouts if callouts is not None else HttpCalloutPort()
         self.conf = conf
         self.tracer = (tracer_provider or trace.get_tracer_provider()).get_tracer(TRACER_NAME)
         self.tracer_provider = tracer_provider
@@ -133,6 +146,7 @@ class CycleRunner:
         self.cycle += 1
         cycle = self.cycle
         recalled = self.memo.recall(generation, active.conf, active.hash, session_id(cycle))
+        port = RecordingPort(self.callouts)
 
         def work() -> tuple[CycleDecisions, str, tuple[int, int], float]:
             c_work = time.thread_time()
@@ -156,10 +170,19 @@ class CycleRunner:
                         tracer_provider=self.tracer_provider,
                         reuse=recalled[0] if recalled is not None else None,
                         tally=self.tally,
+                        callouts=port,
                     )
                 counts = self.tally.bound, self.tally.pending
                 if recalled is None:
-                    self.memo.remember(generation, active.conf, active.hash, snapshot, out.result, counts)
+                    self.memo.remember(
+                        generation,
+                        active.conf,
+                        active.hash,
+                        snapshot,
+                        out.result,
+                        counts,
+                        called_out=bool(port.records),
+                    )
                 closed = out.closed
                 span.set_attribute("cycle.jobs", closed.jobs)
                 span.set_attribute("cycle.tasks", closed.tasks)

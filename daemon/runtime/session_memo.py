@@ -10,6 +10,8 @@ session of cycle N+1 decides exactly what cycle N's did, and its result can be r
   ones the remembered session ran with;
 * that session never read `now` (`SessionResult.read_now`: the sla, tdm, cdp and deviceshare
   plugins read it, and enqueue does for every job it considers, so such cycles always run);
+* that session asked no outside service (the extender plugin's callouts: their answers may
+  change with no event in the log, and Volcano asks again every session);
 * neither the remembered session id nor the new one is a transition id of a PodGroup condition in
   the snapshot.  The session id enters decisions only by equality with those ids (close.py's
   Unschedulable check); conditions a session writes with its own id are decisions, which change
@@ -94,9 +96,11 @@ class SessionMemo:
         snapshot: ClusterSnapshot,
         result: SessionResult,
         counts: tuple[int, int],
+        *,
+        called_out: bool = False,
     ) -> None:
         """Keep a fresh session's result for the next cycles, when it may be reused at all."""
         self._last = None
-        if result.read_now:
+        if result.read_now or called_out:
             return
         self._last = _Remembered(generation, conf, conf_hash, result, snapshot, counts)

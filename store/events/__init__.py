@@ -39,6 +39,8 @@ from fumarole.store.events.cluster import (
 )
 from fumarole.store.events.decisions import (
     BindDecided,
+    CalloutCall,
+    CalloutsRecorded,
     ConfigurationRecorded,
     ConfigurationRejected,
     CycleClosed,
@@ -93,6 +95,7 @@ DECISIONS: tuple[type[EventBase], ...] = (
     ConfigurationRecorded,
     ConfigurationRejected,
     CycleOpened,
+    CalloutsRecorded,
     BindDecided,
     EvictDecided,
     PipelineDecided,
@@ -127,6 +130,8 @@ __all__ = [
     "BindDecided",
     "BindFailed",
     "BindSucceeded",
+    "CalloutCall",
+    "CalloutsRecorded",
     "ClockAdvanced",
     "ConfigurationRecorded",
     "ConfigurationRejected",

@@ -40,6 +40,33 @@ class CycleOpened(EventBase, frozen=True, tag="cycle.opened"):
     trace_id: str = ""
 
 
+class CalloutCall(msgspec.Struct, frozen=True, kw_only=True):
+    """One question a session asked an outside service, and its answer as the session read it.
+
+    `digest` is the SHA-256 hex of `url`, a NUL byte and the request body (the body itself is
+    not kept); `status` is the HTTP status (0 when `error` says why there is none), `body` the
+    answer's text (not kept for verbs whose answer is not read), `error` a transport failure
+    (refused, timed out, too large) in the words the plugin saw.
+    """
+
+    verb: str
+    url: str
+    digest: str
+    status: int = 0
+    body: str = ""
+    error: str = ""
+
+
+class CalloutsRecorded(EventBase, frozen=True, tag="cycle.callouts"):
+    """The answers a cycle's session got from outside services (the extender plugin), in call
+    order; written right after the cycle's CycleOpened, before its decisions, and only when the
+    session called out.  Replay answers the re-run session from it and never calls out."""
+
+    cycle: int
+    calls: tuple[CalloutCall, ...] = ()
+    trace_id: str = ""
+
+
 class BindDecided(EventBase, frozen=True, tag="decision.bind"):
     """A bind; `annotations` are written on the pod with it (e.g. deviceshare's GPU card index)."""
 
@@ -199,6 +226,7 @@ DecisionEvent = (
     ConfigurationRecorded
     | ConfigurationRejected
     | CycleOpened
+    | CalloutsRecorded
     | BindDecided
     | EvictDecided
     | PipelineDecided

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from fumarole.daemon.adapters.simulator.engine import Simulator
 from fumarole.daemon.cache import Projection
 from fumarole.daemon.runtime.cycle import CycleDecisions, decide
+from fumarole.daemon.scheduler.framework.callout import CalloutPort, RecordingPort
 from fumarole.daemon.scheduler.framework.conf import SchedulerConf
 from fumarole.store.events import (
     DECISIONS,
@@ -54,8 +55,11 @@ class DriveSummary:
 class Driver:
     """Runs `Simulator` + the daemon's cycle in lockstep; `log` holds every event a daemon would append."""
 
-    def __init__(self, sim: Simulator, conf: SchedulerConf) -> None:
+    def __init__(self, sim: Simulator, conf: SchedulerConf, *, callouts: CalloutPort | None = None) -> None:
         self.sim = sim
+        # The port sessions call out through (the extender plugin), recorded per cycle as the
+        # daemon records it; None: a session that calls out fails.
+        self.callouts = callouts
         self.conf = conf
         self.conf_hash = hashlib.sha256(conf.text.encode()).hexdigest()
         self.projection = Projection()
@@ -130,6 +134,7 @@ class Driver:
             conf_hash=self.conf_hash,
             previous=p.explanations(),
             previous_queues=p.queue_figures_in_force(),
+            callouts=RecordingPort(self.callouts) if self.callouts is not None else None,
         )
         self.summary.cycles = cycle
         first = len(self.log) + 1

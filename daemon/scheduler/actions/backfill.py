@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from fumarole.daemon.scheduler.framework.combinators import ScoringError
 from fumarole.daemon.scheduler.framework.conf import arg_bool
 from fumarole.daemon.scheduler.framework.placement import (
     ErrorCache,
@@ -54,7 +55,11 @@ class Backfill:
             if candidates.size == 1:
                 node = ssn.table.nodes[int(candidates[0])]
             else:
-                node = best_scored(ssn, task, candidates, self.search.tie_seed)
+                try:
+                    node = best_scored(ssn, task, candidates, self.search.tie_seed)
+                except ScoringError:
+                    # Volcano dereferences the nil node it then has (a panic); the task is skipped.
+                    continue
             try:
                 ssn.allocate(task, node)
             except Exception as e:  # accounting conflict: recorded as this node's error

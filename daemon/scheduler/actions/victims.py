@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from fumarole.daemon.scheduler.framework.combinators import ScoringError
 from fumarole.daemon.scheduler.framework.placement import SearchOptions, num_feasible_nodes_to_find
 from fumarole.daemon.scheduler.framework.priority_queue import PriorityQueue
 from fumarole.daemon.scheduler.framework.statement import Operation, Statement, save_operations
@@ -155,7 +156,10 @@ def sort_nodes_by_score(ssn: Session, task: TaskInfo, nodes: list[NodeInfo]) -> 
     """PrioritizeNodes + SortNodes: highest score first; equal scores keep their input order."""
     if len(nodes) <= 1 or not ssn.has_node_scores():
         return list(nodes)
-    scores = ssn.node_score_batch(task, ssn.table_rows(nodes))
+    try:
+        scores = ssn.node_score_batch(task, ssn.table_rows(nodes))
+    except ScoringError:
+        return []  # Volcano's PrioritizeNodes gave no scores: SortNodes has no node
     order = sorted(range(len(nodes)), key=lambda i: -float(scores[i]))
     return [nodes[i] for i in order]
 
@@ -172,7 +176,10 @@ def best_node_for_simulate(ssn: Session, task: TaskInfo, nodes: list[NodeInfo]) 
             return group[0]
         if not ssn.has_node_scores() and not ssn.has("bestNode"):
             return group[0]
-        scores = ssn.node_score_batch(task, ssn.table_rows(group))
+        try:
+            scores = ssn.node_score_batch(task, ssn.table_rows(group))
+        except ScoringError:
+            continue  # no scores for this group: the next one is tried
         if ssn.has("bestNode"):
             by_score: dict[float, list[NodeInfo]] = {}
             for node, s in zip(group, scores, strict=True):

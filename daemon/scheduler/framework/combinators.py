@@ -99,6 +99,12 @@ EVICTION_KIND_GANG_PREEMPT = "GangPreempt"
 EVICTION_KIND_GANG_RECLAIM = "GangReclaim"
 
 
+class ScoringError(Exception):
+    """A BatchNodeOrderFn's error (the extender's prioritize): Volcano's PrioritizeNodes then
+    returns no scores at all, so the node group being scored yields no node (allocate and the
+    simulate helper try their next group, preempt has no node to try)."""
+
+
 @dataclass(frozen=True, slots=True)
 class EvictionContext:
     """api.EvictionContext handed to UnifiedEvictable callbacks: kind, evicting job, domain."""
@@ -335,7 +341,9 @@ class Combinators:
 
     # ----------------------------------------------------------------- scores
     def node_score_batch(self, task: TaskInfo, rows: IntArray) -> FloatArray:
-        """Sum of NodeOrderFn and BatchNodeOrderFn scores of every enabled plugin for the rows."""
+        """Sum of NodeOrderFn and BatchNodeOrderFn scores of every enabled plugin for the rows.
+
+        A BatchNodeOrderFn may raise ScoringError (Volcano's error return): it propagates."""
         total = np.zeros(len(rows))
         nodes = self.node_list_ref()
         for point in (NODE_ORDER, BATCH_NODE_ORDER):

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from fumarole.daemon.scheduler.framework.combinators import PREDICATE
+from fumarole.daemon.scheduler.framework.combinators import PREDICATE, ScoringError
 from fumarole.daemon.scheduler.framework.nodetable import RowMemo
 from fumarole.daemon.scheduler.framework.ties import least_key, node_keys, task_key
 from fumarole.daemon.scheduler.model.fit import FitErrors
@@ -443,7 +443,10 @@ def choose_node(
     else:
         idle_ok = table.fits(table.idle, cols, vals, candidates)
     if idle_ok.all():
-        return candidates_best(ssn, task, candidates, tie_seed)
+        try:
+            return candidates_best(ssn, task, candidates, tie_seed)
+        except ScoringError:
+            return None  # no scores for the idle group, and no future-idle group
     groups = [candidates[idle_ok]]
     rest = candidates[~idle_ok]
     if rest.size:
@@ -454,7 +457,10 @@ def choose_node(
             continue
         if group.size == 1:
             return table.nodes[int(group[0])]
-        return best_scored(ssn, task, group, tie_seed)
+        try:
+            return best_scored(ssn, task, group, tie_seed)
+        except ScoringError:
+            continue  # Volcano's PrioritizeNodes gave no scores: the next group is tried
     return None
 
 

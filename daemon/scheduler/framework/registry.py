@@ -79,7 +79,12 @@ PLUGINS: dict[str, PluginFactory] = {
     "usage": Deferred(_PLUGINS + "usage"),
     "rescheduling": Deferred(_PLUGINS + "rescheduling"),
     "numa-aware": Deferred(_PLUGINS + "numa_aware"),
+    "extender": Deferred(_PLUGINS + "extender"),
 }
+
+# Plugins whose arguments the configuration parse checks (conf_check.py): the module's
+# `check_arguments(arguments)` raises a ValueError with `field` and `message`, returns warnings.
+ARGUMENT_CHECKS: dict[str, str] = {"extender": _PLUGINS + "extender"}
 
 # Plugins of Fumarole that Volcano does not have (opt-in: a configuration must name them).
 BEYOND_VOLCANO_PLUGINS: frozenset[str] = frozenset(
@@ -90,4 +95,4 @@ BEYOND_VOLCANO_PLUGINS: frozenset[str] = frozenset(
 # configuration naming them is accepted with a warning (plugins) or refused clearly (actions).
 KNOWN_UNIMPLEMENTED_ACTIONS: frozenset[str] = frozenset()
 # Plugin names Volcano's factory.go registers that Fumarole has no builder for (commit ed72c7c8).
-VOLCANO_ONLY_PLUGINS: frozenset[str] = frozenset({"extender"})
+VOLCANO_ONLY_PLUGINS: frozenset[str] = frozenset()

@@ -27,6 +27,7 @@ from fumarole.daemon.scheduler.model.task import TaskStatus
 if TYPE_CHECKING:
     from opentelemetry.trace import TracerProvider
 
+    from fumarole.daemon.scheduler.framework.callout import CalloutPort
     from fumarole.daemon.scheduler.framework.placement import SearchOptions
     from fumarole.daemon.scheduler.framework.plugin import Plugin
 
@@ -101,16 +102,20 @@ def run_session(
     explain: bool = True,
     search: SearchOptions | None = None,
     whole_copy: bool = False,
+    callouts: CalloutPort | None = None,
 ) -> SessionResult:
     """One session; `search` overrides the node search flags (Volcano's --minimum-feasible-nodes,
     --minimum-percentage-nodes-to-find, --percentage-nodes-to-find) of the actions that search.
 
     `whole_copy` opens the session on a whole copy of the snapshot instead of a copy-on-write one
-    (the same decisions, slower: the reference the tests compare against)."""
+    (the same decisions, slower: the reference the tests compare against).
+
+    `callouts` is the port through which plugins ask outside services (framework/callout.py:
+    live, recording or replaying); without one a plugin that calls out raises CalloutUnavailable."""
     if not _guard:
-        return _run_session(snapshot, conf, tracer_provider, explain, search, whole_copy)
+        return _run_session(snapshot, conf, tracer_provider, explain, search, whole_copy, callouts)
     before = fingerprint(snapshot)
-    result = _run_session(snapshot, conf, tracer_provider, explain, search, whole_copy)
+    result = _run_session(snapshot, conf, tracer_provider, explain, search, whole_copy, callouts)
     diff = first_difference(before, fingerprint(snapshot))
     if diff is not None:
         raise SnapshotChangedError(f"session {result.session_id} changed its snapshot: {diff}")
@@ -124,6 +129,7 @@ def _run_session(
     explain: bool,
     search: SearchOptions | None,
     whole_copy: bool,
+    callouts: CalloutPort | None,
 ) -> SessionResult:
     tracer = (
         tracer_provider.get_tracer(TRACER_NAME)
@@ -138,6 +144,8 @@ def _run_session(
         t_open = time.perf_counter()
         ssn = Session(snapshot, conf, measure_callbacks=measuring, whole_copy=whole_copy)
         ssn.tie_seed = search.tie_seed if search is not None else None
+        if callouts is not None:
+            ssn.callouts = callouts
         root.set_attribute("session.id", ssn.uid)
         root.set_attribute("session.jobs", len(ssn.jobs))
         root.set_attribute("session.nodes", len(ssn.node_list))

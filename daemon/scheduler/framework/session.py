@@ -15,6 +15,7 @@ from typing import Any, TypeVar
 
 import numpy as np
 
+from fumarole.daemon.scheduler.framework.callout import CalloutPort, NoPort
 from fumarole.daemon.scheduler.framework.combinators import Combinators
 from fumarole.daemon.scheduler.framework.conf import PluginOption, SchedulerConf, Tier
 from fumarole.daemon.scheduler.framework.job_memo import open_job_memo
@@ -193,6 +194,9 @@ class Session(Combinators):
         # The search's tie seed (SearchOptions.tie_seed, framework/ties.py), for plugins that draw
         # seeded choices of their own (the paper-random plugin's card); None when not seeded.
         self.tie_seed: int | None = None
+        # How plugins ask outside services (framework/callout.py); run_session installs the
+        # caller's port (live, recording or replaying); by default every call fails.
+        self.callouts: CalloutPort = NoPort()
         self._pc_cache: dict[str, PluginOption] = {}
         # HyperNodes (framework/topology.py): the specs, resolved on first use; jobs with a
         # network topology have it adjusted and their allocated HyperNode recovered now.

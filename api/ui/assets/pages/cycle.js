@@ -14,6 +14,7 @@ function describe(type, e) {
     case "decision.job_explained": return `${e.namespace}/${e.name}: ${e.message || "(no longer waiting)"}`;
     case "decision.queue_figures": return `queue figures of ${Object.keys(e.queues || {}).join(", ")}`;
     case "cycle.opened": return `opened at watermark ${e.watermark}`;
+    case "cycle.callouts": return `extender answers: ${(e.calls || []).length} call(s) (${[...new Set((e.calls || []).map((c) => c.verb))].join(", ")})`;
     case "cycle.closed": return `closed: ${e.binds} binds, ${e.evictions} evictions, ${e.pipelined} pipelined`;
     default: return type;
   }
@@ -25,7 +26,7 @@ function jobOf(type, e) {
   return "";
 }
 
-const TYPES = ["cycle.opened", "decision.bind", "decision.evict", "decision.pipeline", "decision.podgroup_status",
+const TYPES = ["cycle.opened", "cycle.callouts", "decision.bind", "decision.evict", "decision.pipeline", "decision.podgroup_status",
   "decision.job_explained", "decision.queue_figures", "cycle.closed"]; // the decision index's types (store/index.py)
 const PAGE = 1000;
 
