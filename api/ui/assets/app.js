@@ -74,7 +74,7 @@ async function show() {
   delete main.dataset.refreshed;
   fill(main, el("p", { class: "loading", text: "Loading…" }));
   const controller = new AbortController();
-  current = { name, page: null, controller, lastRefresh: performance.now(), pendingRefresh: null };
+  current = { name, path: location.pathname + location.search, page: null, controller, lastRefresh: performance.now(), pendingRefresh: null };
   try {
     const module = await import(`./pages/${name === "missing" ? "missing" : name}.js`);
     const ctx = {
@@ -95,6 +95,7 @@ async function show() {
     if (source && source.readyState === EventSource.OPEN) clearStale();
     document.title = `${main.querySelector("h1")?.textContent || "Dashboard"} · Fumarole`;
     markReady(t0);
+    showTarget();
   } catch (err) {
     if (gen !== generation || err.name === "AbortError") return;
     fill(main, el("div", { class: "error", role: "alert" },
@@ -105,6 +106,21 @@ async function show() {
     main.dataset.ready = "error";
     current.failed = true;
   }
+}
+
+/** An address with a #fragment (a pod's row on its job's page): scroll to that element and give it the
+ * keyboard focus, once the page is drawn (the browser's own jump happens before the page exists). */
+function showTarget() {
+  if (!location.hash) return;
+  let id;
+  try { id = decodeURIComponent(location.hash.slice(1)); } catch { return; }
+  const t = document.getElementById(id);
+  if (!t || !main.contains(t)) return;
+  for (const old of main.querySelectorAll(".targeted")) old.classList.remove("targeted");
+  t.classList.add("targeted");
+  if (!t.hasAttribute("tabindex")) t.setAttribute("tabindex", "-1");
+  t.scrollIntoView({ block: "center" });
+  t.focus({ preventScroll: true });
 }
 
 // ---------------------------------------------------------------- stale data
@@ -287,11 +303,21 @@ document.addEventListener("click", (e) => {
   if (!a || e.defaultPrevented || e.button !== 0 || e.metaKey || e.ctrlKey || e.shiftKey || e.altKey) return;
   if (a.target || a.origin !== location.origin || !a.pathname.startsWith("/ui/") || a.pathname.startsWith("/ui/assets/")) return;
   e.preventDefault();
+  if (a.hash && a.pathname === location.pathname && a.search === location.search) {
+    // a link within the page (a pod's row): no re-read, only the jump
+    history.pushState(null, "", a.href);
+    showTarget();
+    return;
+  }
   navigate(a.href);
   main.focus({ preventScroll: true });
   window.scrollTo(0, 0);
 });
-window.addEventListener("popstate", show);
+window.addEventListener("popstate", () => {
+  // back/forward between two places of the same page (#fragments): jump, do not re-read
+  if (current && current.path === location.pathname + location.search) showTarget();
+  else show();
+});
 document.addEventListener("visibilitychange", () => { if (!document.hidden) scheduleRefresh(); });
 
 connect();

@@ -96,7 +96,7 @@ export async function render(main, ctx) {
     { key: "name", label: "Job", value: (j) => `${j.namespace}/${j.name}`, render: (j) => link(jobHref(j.namespace, j.name), `${j.namespace}/${j.name}`) },
     { key: "namespace", label: "Namespace", value: (j) => j.namespace, render: (j) => link(filterHref({ namespace: j.namespace }), j.namespace) },
     { key: "queue", label: "Queue", value: (j) => j.queue,
-      render: (j) => (j.queue_exists ? j.queue : el("span", {}, j.queue, " ", el("span", { class: "badge missing", text: "no such queue" }))) },
+      render: (j) => (j.queue_exists ? link(filterHref({ queue: j.queue }), j.queue, { class: "queue-link" }) : el("span", {}, j.queue, " ", el("span", { class: "badge missing", text: "no such queue" }))) },
     { key: "phase", label: "Phase", value: (j) => j.phase || "", render: (j) => phaseBadge(j.phase) },
     { key: "pending", label: "Waiting", value: (j) => (waits(j) ? 2 : j.pending ? 1 : 0),
       render: (j) => (waits(j) ? el("span", { class: "badge waiting", text: "waiting" }) : j.pending ? el("span", { class: "badge", text: "pods pending" }) : "") },
@@ -126,7 +126,7 @@ export async function render(main, ctx) {
         el("tbody", {}, queues.map((qn) => {
           const row = perQueue.get(qn);
           const all = [...row.values()].reduce((a, b) => a + b, 0);
-          return el("tr", { dataset: { queue: qn } }, el("th", { scope: "row", text: qn }),
+          return el("tr", { dataset: { queue: qn } }, el("th", { scope: "row" }, link(filterHref({ queue: qn }), qn, { class: "queue-link" })),
             codes.map((c) => el("td", { class: "num", dataset: { reason: c } }, row.get(c) ? link(filterHref({ queue: qn, reason: c }), String(row.get(c))) : "")),
             el("td", { class: "num" }, link(filterHref({ queue: qn, pending: "1" }), String(all))));
         })))
