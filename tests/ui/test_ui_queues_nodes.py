@@ -17,7 +17,7 @@ import pytest
 from fumarole_api_kit import start_serve, stop
 from fumarole_e2e_kit import _queue
 from hypernode_kit import HYPERNODES, nodes, running_job
-from ui_kit import PageWatch, browser, require_chromium
+from ui_kit import PageWatch, browser, require_chromium, until
 
 from fumarole.store.events import (
     BindDecided,
@@ -295,7 +295,7 @@ def test_pods_link_to_their_row_on_their_jobs_page(served: dict[str, str], watch
     assert link.get_attribute("href") == "/ui/jobs/e2e/train#task-train-w-0"
     link.click()
     page.wait_for_selector("main[data-ready] #tasks")
-    page.wait_for_function("document.activeElement && document.activeElement.id === 'task-train-w-0'")
+    until(page, "document.activeElement && document.activeElement.id === 'task-train-w-0'")
     assert "targeted" in (page.get_attribute("#task-train-w-0", "class") or "")
     w.artifact("job-pod-target")
     # the timeline's bind names both pods and both nodes as links; a pod link stays on the page
@@ -310,7 +310,7 @@ def test_pods_link_to_their_row_on_their_jobs_page(served: dict[str, str], watch
     ]
     page.evaluate("window.__stay = 1")  # gone if the page were reloaded
     bind.locator('a[href="#task-train-w-1"]').click()
-    page.wait_for_function("document.activeElement && document.activeElement.id === 'task-train-w-1'")
+    until(page, "document.activeElement && document.activeElement.id === 'task-train-w-1'")
     assert page.evaluate("window.__stay") == 1 and page.url.endswith("#task-train-w-1")
     # a cycle's decisions: the pod to its job's row, the node to the node, queues to their jobs
     page = w.open(base + "/ui/cycles/1")

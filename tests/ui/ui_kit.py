@@ -148,6 +148,15 @@ class PageWatch:
             self.page.screenshot(path=str(SCREENSHOTS / f"ui-{name}.png"))
 
 
+def until(page: Any, expression: str, timeout: float = 20) -> None:
+    """Poll a JavaScript expression until it is true (Playwright's wait_for_function evaluates a string
+    with eval, which the dashboard's Content-Security-Policy forbids)."""
+    deadline = time.monotonic() + timeout
+    while not page.evaluate(expression):
+        assert time.monotonic() < deadline, f"never true: {expression}"
+        page.wait_for_timeout(50)
+
+
 # ----------------------------------------------------------------------------- raw live-feed clients
 
 

@@ -110,7 +110,7 @@ async function show() {
 
 /** An address with a #fragment (a pod's row on its job's page): scroll to that element and give it the
  * keyboard focus, once the page is drawn (the browser's own jump happens before the page exists). */
-function showTarget() {
+function showTarget({ jump = true } = {}) {
   if (!location.hash) return;
   let id;
   try { id = decodeURIComponent(location.hash.slice(1)); } catch { return; }
@@ -119,6 +119,7 @@ function showTarget() {
   for (const old of main.querySelectorAll(".targeted")) old.classList.remove("targeted");
   t.classList.add("targeted");
   if (!t.hasAttribute("tabindex")) t.setAttribute("tabindex", "-1");
+  if (!jump) return; // a live refresh redrew the row: marked again, not scrolled to
   t.scrollIntoView({ block: "center" });
   t.focus({ preventScroll: true });
 }
@@ -170,6 +171,7 @@ async function refresh() {
     await c.page.refresh();
     c.renderMs = performance.now() - t0; // the next re-read waits 10 times as long as this one took
     for (const id of opened) { const d = document.getElementById(id); if (d) d.open = true; }
+    showTarget({ jump: false });
     main.dataset.refreshed = String(Number(main.dataset.refreshed || 0) + 1);
     if (focused && !main.contains(document.activeElement)) refocus(focused);
     if (source && source.readyState === EventSource.OPEN) clearStale();
@@ -194,7 +196,10 @@ function focusKey() {
 }
 
 function refocus(selector) {
-  main.querySelector(selector)?.focus({ preventScroll: true });
+  const t = main.querySelector(selector);
+  if (!t) return;
+  if (t.tabIndex < 0 && !t.hasAttribute("tabindex")) t.setAttribute("tabindex", "-1"); // a row reached by its #id
+  t.focus({ preventScroll: true });
 }
 
 function scheduleRefresh() {

@@ -88,8 +88,11 @@ export async function render(main, ctx) {
     const page = await getJSON(url(since), ctx.signal);
     return { rows: page.decisions || page.items, next: page.next_since };
   }
+  let asked = 0; // the newest filter asked: an older answer arriving after it is dropped (arrow keys)
   typeSel.addEventListener("change", async () => {
+    const mine = ++asked;
     const page = await read(null);
+    if (mine !== asked) return;
     decisions = page.rows;
     next = page.next;
     drawRows();

@@ -155,6 +155,12 @@ export async function render(main, ctx) {
     fill(summaries, byReason, byNs);
   }
 
+  /** After a redraw, the focus back on the pager button pressed (or the other one, once it is disabled). */
+  function keepFocus(id, other) {
+    const b = document.getElementById(id);
+    (b && !b.disabled ? b : document.getElementById(other))?.focus();
+  }
+
   function update() {
     setQuery({
       queue: state.queue, phase: state.phase, namespace: state.namespace, reason: state.reason, q: state.search,
@@ -168,9 +174,9 @@ export async function render(main, ctx) {
     state.page = Math.min(Math.max(1, state.page), pages);
     const shown = rows.slice((state.page - 1) * PAGE, state.page * PAGE);
     const pager = el("nav", { class: "pager", "aria-label": "Pages of jobs" },
-      el("button", { type: "button", id: "jobs-prev", disabled: state.page <= 1, on: { click: () => { state.page--; update(); } } }, "← previous"),
+      el("button", { type: "button", id: "jobs-prev", disabled: state.page <= 1, on: { click: () => { state.page--; update(); keepFocus("jobs-prev", "jobs-next"); } } }, "← previous"),
       el("span", { id: "jobs-page", text: ` page ${state.page} of ${pages} (${(state.page - 1) * PAGE + 1}–${(state.page - 1) * PAGE + shown.length}) ` }),
-      el("button", { type: "button", id: "jobs-next", disabled: state.page >= pages, on: { click: () => { state.page++; update(); } } }, "next →"));
+      el("button", { type: "button", id: "jobs-next", disabled: state.page >= pages, on: { click: () => { state.page++; update(); keepFocus("jobs-next", "jobs-prev"); } } }, "next →"));
     let count;
     if (!jobs.length) count = "The log has no job yet.";
     else if (!rows.length) count = `No job matches these filters (of ${jobs.length} jobs).`;

@@ -51,7 +51,7 @@ export async function render(main, ctx) {
   let members = new Map(); // HyperNode -> Set of its nodes
   let byName = new Map(); // HyperNode -> its row
   const q = ctx.query;
-  const state = { resource: q.get("resource") || "cpu", order: q.get("order") || "busiest", page: 1, node: q.get("node") || "", search: q.get("search") || "", group: q.get("group") || "" };
+  const state = { cursor: "", resource: q.get("resource") || "cpu", order: q.get("order") || "busiest", page: 1, node: q.get("node") || "", search: q.get("search") || "", group: q.get("group") || "" };
   const groupBox = el("section", { class: "groups", "aria-label": "Node groups" });
   const controls = el("form", { class: "filters", on: { submit: (e) => e.preventDefault() } });
   const mapBox = el("div", { class: "heat-box" });
@@ -105,6 +105,12 @@ export async function render(main, ctx) {
     return el("p", { id: "node-hypernodes" }, "HyperNodes: ", holding.flatMap((h, i) => [i ? " ⊂ " : "", hnButton(h.name)]));
   }
 
+  /** After a redraw, the focus back on the pager button pressed (or the other one, once it is disabled). */
+  function keepFocus(id, other) {
+    const b = document.getElementById(id);
+    (b && !b.disabled ? b : document.getElementById(other))?.focus();
+  }
+
   function search(text) {
     state.search = text;
     state.page = 1;
@@ -145,8 +151,8 @@ export async function render(main, ctx) {
         const mean = known.reduce((s, x) => s + x.u, 0) / (known.length || 1);
         const parent = tier !== null && v ? byName.get(v)?.parent : "";
         const name = tier !== null
-          ? el("button", { type: "button", class: "linkish", on: { click: () => search(`hypernode=${v}`) } }, v)
-          : el("button", { type: "button", class: "linkish", on: { click: () => search(`${key}=${v}`) } }, v);
+          ? el("button", { type: "button", class: "linkish", dataset: { key: `group:${v}` }, on: { click: () => search(`hypernode=${v}`) } }, v)
+          : el("button", { type: "button", class: "linkish", dataset: { key: `group:${v}` }, on: { click: () => search(`${key}=${v}`) } }, v);
         return el("tr", { dataset: { group: v } },
           el("td", {}, v ? [name, ...(parent ? [el("span", { class: "muted", text: " in " }), hnButton(parent)] : [])] : el("span", { class: "muted", text: none })),
           el("td", { class: "num", text: String(xs.length) }),
@@ -169,11 +175,14 @@ export async function render(main, ctx) {
     const known = rows.filter((x) => !Number.isNaN(x.u));
     const mean = known.reduce((s, x) => s + x.u, 0) / (known.length || 1);
     const full = known.filter((x) => x.u >= 0.9).length;
-    const pick = (x) => showNode(x.n);
+    const pick = (x) => { state.cursor = x.n.name; showNode(x.n); };
     pick.describe = (x) => `${x.n.name}: ${r} ${percent(x.u)}, ${x.n.pods.length} pods`;
     fill(mapBox, 
       el("p", { id: "nodes-summary", role: "status", text: `${rows.length === nodes.length ? nodes.length : `${rows.length} of ${nodes.length}`} nodes · ${r}: mean ${percent(mean)}, ${full} at 90% or more` }),
-      heatMap(rows, { value: (x) => x.u, label: `Heat map of ${r} utilisation, one cell per node, ${state.order === "busiest" ? "busiest first" : "by name"}`, onPick: pick }),
+      heatMap(rows, {
+        id: "heat-map", value: (x) => x.u, label: `Heat map of ${r} utilisation, one cell per node, ${state.order === "busiest" ? "busiest first" : "by name"}`, onPick: pick,
+        cursorAt: state.cursor ? rows.findIndex((x) => x.n.name === state.cursor) : -1, onCursor: (x) => { state.cursor = x.n.name; },
+      }),
       el("ul", { class: "heat-bands", "aria-label": "Colour scale" }, HEAT_BANDS.map(([, colour, name]) => el("li", {}, el("span", { class: "swatch", style: { background: colour } }), name)),
         el("li", {}, el("span", { class: "swatch", style: { background: heat(NaN) } }), "no such resource")),
       el("p", { class: "legend-heat muted", text: "Click a cell, or focus the map and use the arrow keys and Enter, for the node." }));
@@ -190,9 +199,9 @@ export async function render(main, ctx) {
           cols.map((c) => el("td", {}, fractionBar(util(x.n, c), c))),
           el("td", { class: "num", text: String(x.n.pods.length) }))))),
       pages > 1 ? el("nav", { class: "pager", "aria-label": "Pages of nodes" },
-        el("button", { type: "button", disabled: state.page <= 1, on: { click: () => { state.page--; draw(); } } }, "← previous"),
-        ` page ${state.page} of ${pages} `,
-        el("button", { type: "button", disabled: state.page >= pages, on: { click: () => { state.page++; draw(); } } }, "next →")) : null);
+        el("button", { type: "button", id: "nodes-prev", disabled: state.page <= 1, on: { click: () => { state.page--; draw(); keepFocus("nodes-prev", "nodes-next"); } } }, "← previous"),
+        el("span", { id: "nodes-page", text: ` page ${state.page} of ${pages} ` }),
+        el("button", { type: "button", id: "nodes-next", disabled: state.page >= pages, on: { click: () => { state.page++; draw(); keepFocus("nodes-next", "nodes-prev"); } } }, "next →")) : null);
     const sel = nodes.find((n) => n.name === state.node);
     if (sel) showNode(sel);
   }
