@@ -38,6 +38,8 @@ from fumarole.store.events import (
 from fumarole.store.sqlite import SqliteEventLog
 
 WAITING = 105
+CYCLES = 30  # recorded before the browser opens; the test appends 31, 32 and 33 while pages are open
+SLOW = 17
 EXTRA_NODES = 100
 
 
@@ -89,7 +91,11 @@ def _cycle(c: int) -> list[Any]:
         ]
     events.append(
         CycleClosed(
-            cycle=c, binds=2 if c == 1 else 0, duration_s=0.01, action_seconds={"allocate": 0.004 * c}
+            cycle=c,
+            binds=2 if c == 1 else 0,
+            duration_s=0.01,
+            # cycle SLOW ten times slower than the others: the cycles chart's scale must not flatten them
+            action_seconds={"allocate": 0.04 if c == SLOW else 0.004 + 0.0001 * c},
         )
     )
     return events
@@ -108,7 +114,10 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path
     require_chromium()
     db = tmp_path_factory.mktemp("ui-kb") / "log.db"
     asyncio.run(
-        _write(db, [*(upserted(o, 1000) for o in _objects()), *(e for c in (1, 2, 3) for e in _cycle(c))])
+        _write(
+            db,
+            [*(upserted(o, 1000) for o in _objects()), *(e for c in range(1, CYCLES + 1) for e in _cycle(c))],
+        )
     )
     proc, base = start_serve(db)
     try:
@@ -243,7 +252,7 @@ def test_every_page_by_keyboard_only(served: tuple[str, Path], watch: PageWatch)
     assert page.get_attribute('th:has(button[data-key="waited"])', "aria-sort") == "descending"
     tab_to(page, "#f-q", back=True)
     page.keyboard.type("p-00")
-    appended_cycle_refreshes(page, db, 4)
+    appended_cycle_refreshes(page, db, CYCLES + 1)
     f = _focused(page)
     assert f["id"] == "f-q" and page.input_value("#f-q") == "p-00"
     assert page.inner_text("#jobs-count").startswith("10 of")
@@ -270,26 +279,30 @@ def test_every_page_by_keyboard_only(served: tuple[str, Path], watch: PageWatch)
     page.keyboard.press("Enter")
     until(page, "document.activeElement?.id === 'task-p-001-w-0'")
     assert _focused(page)["id"] == "task-p-001-w-0"
-    appended_cycle_refreshes(page, db, 5)  # the row keeps the focus through a live refresh
+    appended_cycle_refreshes(page, db, CYCLES + 2)  # the row keeps the focus through a live refresh
     assert _focused(page)["id"] == "task-p-001-w-0"
     assert page.locator("#pods-details[open]").count() == 1
 
-    # cycles: the chart is one tab stop; ← picks a bar, Enter opens its cycle
+    # cycles: the chart is one tab stop; End, ← and Home pick a bar, Enter opens its cycle
     follow(page, 'a[data-nav="cycles"]', w, "cycles")
     walk_all(page)
     tab_to(page, "svg.stack")
     page.keyboard.press("End")
     page.keyboard.press("ArrowLeft")
-    picked = page.evaluate("document.activeElement.dataset.picked")
+    assert page.evaluate("document.activeElement.dataset.picked") == str(CYCLES + 1)
+    page.keyboard.press("Home")
+    assert page.evaluate("document.activeElement.dataset.picked") == "1"
     page.keyboard.press("Enter")
     wait_ready(page)
-    assert page.inner_text("h1") == f"Cycle {picked}"
+    assert page.inner_text("h1") == "Cycle 1"
     w.artifact("cycle")
 
-    # a cycle: the type filter by arrows, then every control; back to cycle 1 by its links
+    # a cycle: every control; its next and previous links; the type filter by arrows
     walk_all(page)
-    while (n := int(page.inner_text("h1").split()[1])) > 1:
-        follow(page, f'nav.back a[href="/ui/cycles/{n - 1}"]', w, "cycle-previous")
+    follow(page, "#next-cycle", w, "cycle-next")
+    assert page.inner_text("h1") == "Cycle 2"
+    follow(page, 'nav.back a[href="/ui/cycles/1"]', w, "cycle-previous")
+    assert page.inner_text("h1") == "Cycle 1"
     tab_to(page, "#f-type")
     page.keyboard.press("ArrowDown")  # cycle.opened
     page.keyboard.press("ArrowDown")  # decision.bind
@@ -319,7 +332,7 @@ def test_every_page_by_keyboard_only(served: tuple[str, Path], watch: PageWatch)
     page.keyboard.press("ArrowRight")  # the first cell (busiest first: node-0, node-1 run a pod each)
     page.keyboard.press("ArrowRight")
     assert page.inner_text(".heat-cursor").startswith("node-1: cpu")
-    appended_cycle_refreshes(page, db, 6)
+    appended_cycle_refreshes(page, db, CYCLES + 3)
     assert _focused(page)["id"] == "heat-map"
     assert page.inner_text(".heat-cursor").startswith("node-1: cpu")  # the cursor kept its node
     page.keyboard.press("Enter")
@@ -330,3 +343,43 @@ def test_every_page_by_keyboard_only(served: tuple[str, Path], watch: PageWatch)
     until(page, "document.activeElement?.id === 'task-train-w-1'")
     assert _focused(page)["id"] == "task-train-w-1"
     assert w.errors == []
+
+
+def test_one_slow_cycle_does_not_flatten_the_others(served: tuple[str, Path], watch: PageWatch) -> None:
+    w = watch
+    page = w.open(served[0] + "/ui/cycles")
+    chart = page.locator("#chart-duration")
+    # the slow cycle is drawn to the top with a dark cap, the caption counts it, the others keep their height
+    assert chart.locator(".clip-cap").count() == 1
+    assert chart.locator(f'g.bar[data-cycle="{SLOW}"] .clip-cap').count() == 1
+    assert "1 clipped bar" in chart.locator("figcaption").inner_text()
+    heights = chart.locator(f'g.bar[data-cycle="{SLOW - 1}"] rect.seg').evaluate_all(
+        "rs => rs.map(r => Number(r.getAttribute('height')))"
+    )
+    assert sum(heights) > 0.5 * page.evaluate(
+        "Number(document.querySelector('#chart-duration svg').getAttribute('height'))"
+    )
+    w.artifact("cycles-clipped")
+
+
+@pytest.mark.parametrize("width", [900, 1920])
+def test_every_page_fits_from_900_to_1920_px(served: tuple[str, Path], watch: PageWatch, width: int) -> None:
+    w = watch
+    w.page.set_viewport_size({"width": width, "height": 900})
+    for path in (
+        "/ui/queues",
+        "/ui/jobs",
+        "/ui/jobs/e2e/p-001",
+        "/ui/cycles",
+        "/ui/cycles/1",
+        "/ui/nodes?node=node-0&group=hypernode%3A1",
+        "/ui/no-such-page",
+    ):
+        w.page.goto(served[0] + path)
+        w.page.wait_for_selector("main[data-ready]")
+        w.artifact(f"{width}px-{path}")
+        scroll = w.page.evaluate("document.documentElement.scrollWidth")
+        assert scroll <= width, f"{path} is {scroll} px wide in a {width} px window"
+        if path == "/ui/no-such-page":  # its 404 is logged by the browser, rightly
+            w.errors.clear()
+        assert w.errors == [], path

@@ -183,11 +183,11 @@ export async function render(main, ctx) {
     else count = `${rows.length} of ${jobs.length} jobs`;
     fill(body,
       el("p", { id: "jobs-count", class: "muted", role: "status", text: count }),
-      rows.length ? sortableTable({
+      rows.length ? el("div", { class: "table-wrap" }, sortableTable({
         columns, rows: shown, sort: state.sort, id: "jobs-table",
         rowAttrs: (j) => ({ "data-job": `${j.namespace}/${j.name}` }),
         onSort: (s) => { state.sort = s; update(); },
-      }) : null,
+      })) : null,
       pages > 1 ? pager : null);
   }
 
