@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 from fumarole_api_kit import start_serve, stop
 from fumarole_e2e_kit import _job, _node, _queue
-from hypernode_kit import cluster
+from hypernode_kit import cluster, hypernode, member
 from ui_kit import PageWatch, browser, require_chromium, until
 
 from fumarole.daemon.manifests import expand_job
@@ -208,11 +208,12 @@ def follow(page: Any, selector: str, w: PageWatch, state: str) -> None:
     w.artifact(state)
 
 
-def appended_cycle_refreshes(page: Any, db: Path, cycle: int) -> None:
-    """Append a cycle to the log (as the daemon would) and wait for the page's live re-read."""
+def appended_cycle_refreshes(page: Any, db: Path, cycle: int, before_it: tuple[Any, ...] = ()) -> None:
+    """Append a cycle to the log (as the daemon would; `before_it`: observed events first) and wait for
+    the page's live re-read."""
     before = int(page.get_attribute("main", "data-refreshed") or "0")
     # in a thread of its own: Playwright's loop runs in this one
-    t = threading.Thread(target=lambda: asyncio.run(_write(db, _cycle(cycle))))
+    t = threading.Thread(target=lambda: asyncio.run(_write(db, [*before_it, *_cycle(cycle)])))
     t.start()
     t.join()
     deadline = time.monotonic() + 20
@@ -383,3 +384,23 @@ def test_every_page_fits_from_900_to_1920_px(served: tuple[str, Path], watch: Pa
         if path == "/ui/no-such-page":  # its 404 is logged by the browser, rightly
             w.errors.clear()
         assert w.errors == [], path
+
+
+def test_a_new_hypernode_tier_joins_the_grouping_choices_live(
+    served: tuple[str, Path], watch: PageWatch
+) -> None:
+    base, db = served
+    w = watch
+    page = w.open(base + "/ui/nodes?group=hypernode%3A2")
+    tab_to(page, "#f-group")
+    assert page.input_value("#f-group") == "hypernode:2"
+    pod = hypernode("pod-0", 3, [member("HyperNode", exactMatch={"name": s}) for s in ("spine-0", "spine-1")])
+    appended_cycle_refreshes(page, db, CYCLES + 4, (upserted(pod, 2000),))
+    values = page.eval_on_selector_all("#f-group option", "os => os.map(o => o.value)")
+    assert values[:4] == ["", "hypernode:1", "hypernode:2", "hypernode:3"]
+    assert _focused(page)["id"] == "f-group" and page.input_value("#f-group") == "hypernode:2"
+    page.keyboard.press("ArrowDown")
+    assert page.eval_on_selector_all(
+        "#node-groups tbody tr", "rs => rs.map(r => [r.dataset.group, r.cells[1].textContent])"
+    ) == [["pod-0", "6"], ["", "100"]]
+    w.artifact("nodes-new-tier")

@@ -206,6 +206,24 @@ export async function render(main, ctx) {
     if (sel) showNode(sel);
   }
 
+  /** The grouping choices: HyperNode tiers, then label keys (zone first). */
+  function groupChoices() {
+    const keys = [...new Set(nodes.flatMap((n) => Object.keys(n.labels || {})))].filter((k) => k !== "kubernetes.io/hostname" && k !== ZONE).sort();
+    return [["", "none"], ...topo.tiers.map((t) => [`${HN}${t}`, `HyperNode (tier ${t}${tierName(t)})`]), [ZONE, `zone (${ZONE})`], ...keys.map((k) => [k, k])];
+  }
+
+  /** A live refresh brings new resources, tiers or labels: the selects gain them in place (the same
+   * elements, so the focus and the choice stay). */
+  function syncOptions() {
+    for (const [id, choices, value] of [["f-resource", resources().map((r) => [r, r]), state.resource], ["f-group", groupChoices(), state.group]]) {
+      const sel = controls.querySelector(`#${id}`);
+      if (!sel) continue;
+      const now = [...sel.options].map((o) => `${o.value}\u0000${o.textContent}`).join("\u0001");
+      if (now === choices.map(([v, t]) => `${v}\u0000${t}`).join("\u0001")) continue;
+      fill(sel, choices.map(([v, t]) => el("option", { value: v, text: t, selected: v === value })));
+    }
+  }
+
   function drawControls() {
     const rs = el("select", { id: "f-resource" }, resources().map((r) => el("option", { value: r, text: r, selected: r === state.resource })));
     rs.addEventListener("change", () => { state.resource = rs.value; draw(); });
@@ -213,12 +231,7 @@ export async function render(main, ctx) {
     order.addEventListener("change", () => { state.order = order.value; state.page = 1; draw(); });
     const box = el("input", { id: "f-search", type: "search", value: state.search, placeholder: "name or label=value", autocomplete: "off" });
     box.addEventListener("input", () => { state.search = box.value; state.page = 1; draw(); });
-    const keys = [...new Set(nodes.flatMap((n) => Object.keys(n.labels || {})))].filter((k) => k !== "kubernetes.io/hostname").sort();
-    if (!keys.includes(ZONE)) keys.unshift(ZONE);
-    else keys.splice(keys.indexOf(ZONE), 1), keys.unshift(ZONE);
-    const group = el("select", { id: "f-group" }, el("option", { value: "", text: "none" }),
-      topo.tiers.map((t) => el("option", { value: `${HN}${t}`, text: `HyperNode (tier ${t}${tierName(t)})`, selected: `${HN}${t}` === state.group })),
-      keys.map((k) => el("option", { value: k, text: k === ZONE ? `zone (${k})` : k, selected: k === state.group })));
+    const group = el("select", { id: "f-group" }, groupChoices().map(([v, t]) => el("option", { value: v, text: t, selected: v === state.group })));
     group.addEventListener("change", () => { state.group = group.value; draw(); });
     fill(controls, el("label", { for: "f-search" }, "Search ", box), el("label", { for: "f-resource" }, "Resource ", rs),
       el("label", { for: "f-order" }, "Order ", order), el("label", { for: "f-group" }, "Group by ", group));
@@ -241,5 +254,5 @@ export async function render(main, ctx) {
   fill(main, heading("Nodes"), controls, groupBox, el("div", { class: "nodes-layout" }, mapBox, detail), table);
   drawControls();
   draw();
-  return { refresh: async () => { await load(); draw(); } };
+  return { refresh: async () => { await load(); syncOptions(); draw(); } };
 }
