@@ -6,8 +6,12 @@ its header, the pagers keep it on their button, the heat map's cursor opens a no
 on its row of its job's page (focused), the cycles chart opens a cycle, a live refresh (a cycle
 appended to the log while the page is open) keeps the focus where it was.
 
-The log: the hypernode cluster of tests/api/hypernode_kit.py with 100 more nodes and 105 waiting jobs
-(so both pagers exist), three recorded cycles with a bind, queue figures and an explanation."""
+The same file checks every page's width at 900 and 1920 px, the cycles chart's clipped scale, a GPU
+card's pod link, and a HyperNode tier that appears while the nodes page is open.
+
+The log: the hypernode cluster of tests/api/hypernode_kit.py with 100 more nodes, a node with two
+gpushare cards and 105 waiting jobs (so both pagers exist), 30 recorded cycles (one ten times slower)
+with a bind, queue figures and explanations."""
 
 from __future__ import annotations
 
@@ -21,7 +25,7 @@ from typing import Any
 import pytest
 from fumarole_api_kit import start_serve, stop
 from fumarole_e2e_kit import _job, _node, _queue
-from hypernode_kit import cluster, hypernode, member
+from hypernode_kit import cluster, hypernode, member, running_job
 from ui_kit import PageWatch, browser, require_chromium, until
 
 from fumarole.daemon.manifests import expand_job
@@ -46,6 +50,15 @@ EXTRA_NODES = 100
 def _objects() -> list[dict[str, Any]]:
     objs = [*cluster(), _queue("idle", 1)]
     objs += [_node(f"x-{i:03d}", 4) for i in range(EXTRA_NODES)]
+    # gpu-0: two gpushare cards, the pod of e2e/vgpu on card 1
+    gpu = _node("gpu-0", 16)
+    gpu["status"]["allocatable"] |= {"volcano.sh/gpu-memory": "32768", "volcano.sh/gpu-number": "2"}
+    objs.append(gpu)
+    for m in running_job("vgpu", on=("gpu-0",)):
+        if m["kind"] == "Pod":
+            m["metadata"].setdefault("annotations", {})["volcano.sh/gpu-index"] = "1"
+            m["spec"]["containers"][0]["resources"]["limits"] = {"volcano.sh/gpu-memory": "8192"}
+        objs.append(m)
     pcs = [("kb", 0, objs[next(i for i, o in enumerate(objs) if o["kind"] == "PriorityClass")])]
     for i in range(WAITING):
         objs += expand_job(
@@ -82,7 +95,7 @@ def _cycle(c: int) -> list[Any]:
                 namespace="e2e",
                 name=f"p-{i:03d}",
                 queue="dev",
-                message="0/106 nodes are available",
+                message="0/107 nodes are available",
                 reasons=reason,
                 queue_position=i + 1,
                 pods={f"e2e/p-{i:03d}-w-0": "Insufficient cpu"},
@@ -322,7 +335,7 @@ def test_every_page_by_keyboard_only(served: tuple[str, Path], watch: PageWatch)
     tab_to(page, 'button[data-key="group:rack-c"]')
     page.keyboard.press("Enter")
     assert page.input_value("#f-search") == "hypernode=rack-c"
-    assert page.inner_text("#nodes-summary").startswith("2 of 106 nodes")
+    assert page.inner_text("#nodes-summary").startswith("2 of 107 nodes")
     tab_to(page, "#f-search", back=True)
     page.keyboard.press("Control+a")
     page.keyboard.press("Backspace")
@@ -386,6 +399,16 @@ def test_every_page_fits_from_900_to_1920_px(served: tuple[str, Path], watch: Pa
         assert w.errors == [], path
 
 
+def test_gpu_card_pods_link_to_their_job(served: tuple[str, Path], watch: PageWatch) -> None:
+    w = watch
+    page = w.open(served[0] + "/ui/nodes?node=gpu-0")
+    card = page.locator('#node-detail li[data-gpu="1"]')
+    assert card.locator("a.pod-link").get_attribute("href") == "/ui/jobs/e2e/vgpu#task-vgpu-w-0"
+    assert "8192 / 16384 MiB" in card.inner_text()
+    assert page.locator('#node-detail li[data-gpu="0"]').inner_text().endswith("idle")
+    w.artifact("nodes-gpu-0")
+
+
 def test_a_new_hypernode_tier_joins_the_grouping_choices_live(
     served: tuple[str, Path], watch: PageWatch
 ) -> None:
@@ -402,5 +425,5 @@ def test_a_new_hypernode_tier_joins_the_grouping_choices_live(
     page.keyboard.press("ArrowDown")
     assert page.eval_on_selector_all(
         "#node-groups tbody tr", "rs => rs.map(r => [r.dataset.group, r.cells[1].textContent])"
-    ) == [["pod-0", "6"], ["", "100"]]
+    ) == [["pod-0", "6"], ["", "101"]]
     w.artifact("nodes-new-tier")
