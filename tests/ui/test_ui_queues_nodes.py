@@ -322,4 +322,9 @@ def test_pods_link_to_their_row_on_their_jobs_page(served: dict[str, str], watch
     # the jobs list: the queue is a link to its jobs
     page = w.open(base + "/ui/jobs")
     assert page.locator('tr[data-job="e2e/train"] a.queue-link').get_attribute("href") == "/ui/jobs?queue=dev"
+    # the queues page: a queue's running jobs are a link to them too (e2e/train's PodGroup has no
+    # status in this log, so its phase is not Running: 0)
+    page = w.open(base + "/ui/queues")
+    running = page.locator('tr[data-queue="dev"] a[href="/ui/jobs?queue=dev&phase=Running"]')
+    assert running.inner_text() == "0"
     assert w.errors == []
