@@ -21,6 +21,7 @@ from fumarole.api.types import (
     EventPage,
     EventRow,
     Health,
+    HyperNodeList,
     IngestRequest,
     IngestResponse,
     JobList,
@@ -447,6 +448,11 @@ async def node(request: web.Request) -> web.Response:
     return _problem(404, "not-found", f"node {name} is not known")
 
 
+async def hypernodes(request: web.Request) -> web.Response:
+    answer: HyperNodeList = request.app[VIEW_KEY].hypernodes()
+    return _json(answer)
+
+
 # ----------------------------------------------------------------------------- the application
 
 
@@ -490,6 +496,7 @@ def build_app(
     r.add_get("/v1/queue-history", queue_history)
     r.add_get("/v1/nodes", nodes)
     r.add_get("/v1/nodes/{name}", node)
+    r.add_get("/v1/hypernodes", hypernodes)
     if dashboard:
         mount_dashboard(
             app,

@@ -12,6 +12,8 @@ from fumarole.api.types import (
     DecisionPage,
     EventPage,
     Health,
+    HyperNodeList,
+    HyperNodeRow,
     IngestRequest,
     IngestResponse,
     JobDetail,
@@ -47,6 +49,8 @@ _TYPES: tuple[type[Any], ...] = (
     QueueSeries,
     NodeList,
     NodeRow,
+    HyperNodeList,
+    HyperNodeRow,
 )
 
 
@@ -261,6 +265,12 @@ def openapi_document() -> dict[str, Any]:
         "/v1/nodes": _get("nodes: allocatable, idle, used, pods", _json(NodeList, "nodes"), [], bad=False),
         "/v1/nodes/{name}": _get(
             "one node", _json(NodeRow, "the node"), [_p("name", "node name")], not_found=True, bad=False
+        ),
+        "/v1/hypernodes": _get(
+            "HyperNodes: tier, parent, children and the nodes each holds",
+            _json(HyperNodeList, "hypernodes"),
+            [],
+            bad=False,
         ),
     }
     _access_responses(paths)

@@ -372,8 +372,36 @@ class NodeRow(msgspec.Struct, kw_only=True):
     pods: list[str]
     gpus: list[GpuCard] = msgspec.field(default_factory=list)  # empty unless the node has gpushare cards
     labels: dict[str, str] = msgspec.field(default_factory=dict)  # the node's metadata.labels
+    # each pod of `pods` ("namespace/name") -> its job ("namespace/name" of its PodGroup)
+    pod_jobs: dict[str, str] = msgspec.field(default_factory=dict)
 
 
 class NodeList(msgspec.Struct, kw_only=True):
     items: list[NodeRow]
+    folded_seq: int
+
+
+class HyperNodeRow(msgspec.Struct, kw_only=True):
+    """One HyperNode (topology.volcano.sh/v1alpha1) resolved against the cluster's nodes as a session
+    resolves it (daemon/scheduler/model/hypernode.py build_topology): its tier, its parent HyperNode
+    ("" for none), its HyperNode children, and `nodes`, every node it holds (its Node members by exact
+    name, regex or labels, plus its HyperNode members' nodes), in the nodes' order."""
+
+    name: str
+    tier: int
+    tier_name: str
+    parent: str
+    children: list[str]
+    nodes: list[str]
+
+
+class HyperNodeList(msgspec.Struct, kw_only=True):
+    """Every HyperNode by name (GET /v1/hypernodes); `tiers` the tiers they use, ascending; `ready` false
+    (with `problem`) when the topology is broken (a member with two parents, a cycle), when Volcano
+    schedules no job with a network topology."""
+
+    items: list[HyperNodeRow]
+    tiers: list[int]
+    ready: bool
+    problem: str
     folded_seq: int

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Protocol
 
-from fumarole.api.types import JobDetail, JobRow, NodeRow, QueueHistory, QueueRow
+from fumarole.api.types import HyperNodeList, JobDetail, JobRow, NodeRow, QueueHistory, QueueRow
 from fumarole.store.events import Event
 from fumarole.store.log import EventLog, StoredEvent
 
@@ -70,6 +70,10 @@ class DaemonView(Protocol):
 
     def nodes(self) -> list[NodeRow]:
         """Every node, in the projection's order."""
+        ...
+
+    def hypernodes(self) -> HyperNodeList:
+        """Every HyperNode with the nodes it holds, resolved as a session resolves them."""
         ...
 
     def queue_history(self, *, from_cycle: int | None, to_cycle: int | None, points: int) -> QueueHistory:

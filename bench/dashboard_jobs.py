@@ -25,6 +25,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import random
 import statistics
 import sys
@@ -35,6 +36,7 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
+os.environ.setdefault("FUMAROLE_ARTIFACTS", "off")  # no screenshots while measuring (tests/ui/ui_kit.py)
 sys.path[:0] = [
     str(ROOT),
     str(ROOT / "tests" / "ui"),

@@ -13,12 +13,14 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import sys
 import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+os.environ.setdefault("FUMAROLE_ARTIFACTS", "off")  # no screenshots while measuring (tests/ui/ui_kit.py)
 for sub in ("", "tests/ui", "tests/api", "tests/e2e"):
     sys.path.insert(0, str(ROOT / sub))
 

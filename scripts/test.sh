@@ -43,6 +43,11 @@ set +e
 pytest "$@"
 PYTEST_RC=$?
 set -e
+# the dashboard tests' screenshots (tests/ui/ui_kit.py): collect this directory as CI artefacts
+SHOTS="${FUMAROLE_ARTIFACTS:-$ROOT/artifacts}/ui"
+if [ -d "$SHOTS" ]; then
+    echo "--- dashboard screenshots: $SHOTS ($(find "$SHOTS" -name '*.png' | wc -l) PNG files)"
+fi
 if [ "$PYTEST_RC" -eq 5 ]; then
     echo "--- ok: pytest collected no tests (exit 5 treated as success)"
 elif [ "$PYTEST_RC" -ne 0 ]; then

@@ -26,6 +26,8 @@ from fumarole.api.types import (
     AheadRow,
     Explanation,
     GpuCard,
+    HyperNodeList,
+    HyperNodeRow,
     JobDetail,
     JobHistory,
     JobRow,
@@ -39,6 +41,7 @@ from fumarole.daemon.manifests.redaction import redact_event
 from fumarole.daemon.runtime.job_history import JobHistoryReader
 from fumarole.daemon.runtime.queue_history import QueueHistoryReader
 from fumarole.daemon.runtime.wait_clock import WaitClock
+from fumarole.daemon.scheduler.model.hypernode import CLUSTER_TOP, build_topology
 from fumarole.daemon.scheduler.model.job import JobInfo
 from fumarole.daemon.scheduler.model.node import NodeInfo
 from fumarole.daemon.scheduler.model.resources import finite_quantities
@@ -93,6 +96,7 @@ class StateReader:
         self._jobs: dict[str, JobInfo] = {}
         self._nodes: list[NodeRow] | None = None
         self._queues: list[QueueRow] | None = None
+        self._hypernodes: HyperNodeList | None = None
 
     def snapshot(self) -> ClusterSnapshot:
         p = self.projection
@@ -102,6 +106,7 @@ class StateReader:
             self._jobs = {uid: self._snap.jobs[uid] for uid in sorted(self._snap.jobs)}
             self._nodes = None
             self._queues = None
+            self._hypernodes = None
         return self._snap
 
     def jobs(self, *, queue: str | None = None, phase: str | None = None) -> list[JobRow]:
@@ -215,10 +220,40 @@ class StateReader:
                     pods=sorted(f"{t.namespace}/{t.name}" for t in n.tasks.values()),
                     gpus=gpu_cards(n),
                     labels=dict(sorted(n.facts.labels.items())),
+                    pod_jobs=dict(
+                        sorted((f"{t.namespace}/{t.name}", t.job) for t in n.tasks.values() if t.job)
+                    ),
                 )
                 for n in snap.nodes
             ]
         return self._nodes
+
+    def hypernodes(self) -> HyperNodeList:
+        """The HyperNodes resolved against the snapshot's nodes, as a session resolves them (the
+        virtual cluster-top HyperNode left out: it holds every node)."""
+        snap = self.snapshot()
+        if self._hypernodes is None:
+            topo = build_topology(snap.hypernodes, [(n.name, n.facts.labels) for n in snap.nodes])
+            rows = [
+                HyperNodeRow(
+                    name=name,
+                    tier=hn.tier,
+                    tier_name=hn.tier_name,
+                    parent="" if hn.parent == CLUSTER_TOP else hn.parent,
+                    children=list(hn.children),
+                    nodes=list(topo.real_nodes.get(name, ())),
+                )
+                for name, hn in sorted(topo.hypernodes.items())
+                if name != CLUSTER_TOP
+            ]
+            self._hypernodes = HyperNodeList(
+                items=rows,
+                tiers=sorted({r.tier for r in rows}),
+                ready=topo.ready,
+                problem=topo.problem,
+                folded_seq=self._seq,
+            )
+        return self._hypernodes
 
 
 def _top_reason(ev: JobExplained | None) -> str:
@@ -365,6 +400,9 @@ class _ViewBase:
 
     def nodes(self) -> list[NodeRow]:
         return self.state.nodes()
+
+    def hypernodes(self) -> HyperNodeList:
+        return self.state.hypernodes()
 
     def queue_history(self, *, from_cycle: int | None, to_cycle: int | None, points: int) -> QueueHistory:
         return self._queue_history.history(

@@ -232,6 +232,7 @@ async def test_openapi_document(client: Any) -> None:
         "/v1/queues/{name}",
         "/v1/nodes",
         "/v1/nodes/{name}",
+        "/v1/hypernodes",
         "/healthz",
         "/readyz",
         "/metrics",

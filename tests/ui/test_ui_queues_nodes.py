@@ -1,9 +1,10 @@
 """The queues and nodes pages in headless Chromium over `fumarole serve` on a small hand-made log:
 figures that do not mislead (effective capability, no full bar without a measure, share plain up to
 100 %), demand, the history charts from GET /v1/queue-history, the layout at 900 and 1920 px, node
-search and grouping by zone, node links, the heat map by keyboard and its colour bands, and honest
-empty states on an empty log.  One browser for the module; screenshots for docs/dashboard.md when
-FUMAROLE_UPDATE_SCREENSHOTS=1."""
+search and grouping by zone and by HyperNode tier (GET /v1/hypernodes), node and pod links (a pod to
+its row on its job's page, from the node panel, the job's timeline and a cycle's decisions), the heat
+map by keyboard and its colour bands, and honest empty states on an empty log.  One browser for the
+module; screenshots for docs/dashboard.md when FUMAROLE_UPDATE_SCREENSHOTS=1."""
 
 from __future__ import annotations
 
@@ -14,10 +15,12 @@ from typing import Any
 
 import pytest
 from fumarole_api_kit import start_serve, stop
-from fumarole_e2e_kit import _node, _queue
-from ui_kit import PageWatch, browser, require_chromium
+from fumarole_e2e_kit import _queue
+from hypernode_kit import HYPERNODES, nodes, running_job
+from ui_kit import PageWatch, browser, require_chromium, until
 
 from fumarole.store.events import (
+    BindDecided,
     CycleClosed,
     CycleOpened,
     JobExplained,
@@ -32,15 +35,26 @@ from fumarole.store.sqlite import SqliteEventLog
 def _objects() -> list[dict[str, Any]]:
     prod = _queue("prod", 1)
     prod["spec"]["capability"] = {"cpu": "64"}
-    objs = [prod, _queue("dev", 3), _queue("idle", 1)]
-    for i in range(6):
-        n = _node(f"node-{i}", 8)
-        n["metadata"]["labels"] = {
-            "topology.kubernetes.io/zone": "zone-a" if i < 4 else "zone-b",
-            "pool": "cpu",
-        }
-        objs.append(n)
-    return objs
+    # six nodes in zones a (node-0..3) and b, HyperNodes over them (racks at tier 1, spines at tier 2),
+    # and the job e2e/train running on node-0 and node-1
+    return [prod, _queue("dev", 3), _queue("idle", 1), *nodes(), *running_job(), *HYPERNODES]
+
+
+def _binds(c: int) -> list[Any]:
+    if c != 1:
+        return []
+    return [
+        BindDecided(
+            cycle=1,
+            namespace="e2e",
+            name=f"train-w-{k}",
+            uid=f"u{k}",
+            node=f"node-{k}",
+            job="e2e/train",
+            queue="dev",
+        )
+        for k in (0, 1)
+    ]
 
 
 def _figures(c: int) -> dict[str, QueueFigures]:
@@ -73,6 +87,7 @@ async def _write(path: Path, *, empty: bool) -> None:
         for c in range(1, 10):
             events.append(CycleOpened(cycle=c, watermark=0, now_ms=c * 1000, conf_hash="h"))
             events.append(QueueFiguresRecorded(cycle=c, queues=_figures(c)))
+            events.extend(_binds(c))
             if c in (2, 3, 4):
                 reason = (PendingReason(code="queue-overused", message="over"),)
                 events.append(
@@ -221,4 +236,95 @@ def test_an_empty_log_says_so(served: dict[str, str], watch: PageWatch) -> None:
     assert "No cycles recorded yet" in page.inner_text(".history")
     page = w.open(served["empty"] + "/ui/nodes")
     assert page.inner_text("#nodes-summary") == "No nodes in the log yet."
+    assert w.errors == []
+
+
+def test_nodes_group_by_hypernode(served: dict[str, str], watch: PageWatch) -> None:
+    w = watch
+    page = w.open(served["full"] + "/ui/nodes")
+    options = page.eval_on_selector_all("#f-group option", "os => os.map(o => [o.value, o.textContent])")
+    assert options[1:3] == [
+        ["hypernode:1", "HyperNode (tier 1, rack)"],
+        ["hypernode:2", "HyperNode (tier 2, spine)"],
+    ]
+    page.select_option("#f-group", "hypernode:1")
+    rows = "#node-groups tbody tr"
+    groups = page.eval_on_selector_all(
+        rows, "rs => rs.map(r => [r.dataset.group, r.cells[0].textContent, r.cells[1].textContent])"
+    )
+    # rack-a by regex, rack-b by exact names, rack-c by label; each inside its spine
+    assert groups == [
+        ["rack-a", "rack-a in spine-0 (tier 2 spine)", "2"],
+        ["rack-b", "rack-b in spine-0 (tier 2 spine)", "2"],
+        ["rack-c", "rack-c in spine-1 (tier 2 spine)", "2"],
+    ]
+    assert "groups by HyperNode of tier 1, rack" in page.inner_text("#node-groups caption")
+    w.screenshot("nodes-hypernodes")
+    page.click('#node-groups tr[data-group="rack-b"] td:first-child button:first-child')
+    assert page.input_value("#f-search") == "hypernode=rack-b"
+    assert page.inner_text("#nodes-summary").startswith("2 of 6 nodes")
+    assert sorted(page.eval_on_selector_all("tbody tr[data-node]", "rs => rs.map(r => r.dataset.node)")) == [
+        "node-2",
+        "node-3",
+    ]
+    # tier 2, kept in the address across a reload
+    page.fill("#f-search", "")
+    page.select_option("#f-group", "hypernode:2")
+    assert "group=hypernode%3A2" in page.url or "group=hypernode:2" in page.url
+    page = w.open(page.url)
+    assert page.eval_on_selector_all(
+        rows, "rs => rs.map(r => [r.dataset.group, r.cells[1].textContent])"
+    ) == [
+        ["spine-0", "4"],
+        ["spine-1", "2"],
+    ]
+    # a node's panel names its HyperNodes, lowest tier first, each one a search
+    page.click('tr[data-node="node-0"] a')
+    assert page.inner_text("#node-hypernodes") == "HyperNodes: rack-a (tier 1 rack) ⊂ spine-0 (tier 2 spine)"
+    page.click('#node-hypernodes button[data-hypernode="spine-0"]')
+    assert page.inner_text("#nodes-summary").startswith("4 of 6 nodes")
+    assert w.errors == []
+
+
+def test_pods_link_to_their_row_on_their_jobs_page(served: dict[str, str], watch: PageWatch) -> None:
+    w = watch
+    base = served["full"]
+    page = w.open(base + "/ui/nodes?node=node-0")
+    link = page.locator("#node-pods a.pod-link")
+    assert link.inner_text() == "e2e/train-w-0"
+    assert link.get_attribute("href") == "/ui/jobs/e2e/train#task-train-w-0"
+    link.click()
+    page.wait_for_selector("main[data-ready] #tasks")
+    until(page, "document.activeElement && document.activeElement.id === 'task-train-w-0'")
+    assert "targeted" in (page.get_attribute("#task-train-w-0", "class") or "")
+    w.artifact("job-pod-target")
+    # the timeline's bind names both pods and both nodes as links; a pod link stays on the page
+    bind = page.locator("#timeline li.step-bind")
+    assert bind.locator("a.pod-link").evaluate_all("as => as.map(a => a.getAttribute('href'))") == [
+        "#task-train-w-0",
+        "#task-train-w-1",
+    ]
+    assert bind.locator("a.node-link").evaluate_all("as => as.map(a => a.textContent)") == [
+        "node-0",
+        "node-1",
+    ]
+    page.evaluate("window.__stay = 1")  # gone if the page were reloaded
+    bind.locator('a[href="#task-train-w-1"]').click()
+    until(page, "document.activeElement && document.activeElement.id === 'task-train-w-1'")
+    assert page.evaluate("window.__stay") == 1 and page.url.endswith("#task-train-w-1")
+    # a cycle's decisions: the pod to its job's row, the node to the node, queues to their jobs
+    page = w.open(base + "/ui/cycles/1")
+    row = page.locator('tr[data-type="decision.bind"]').first
+    assert row.locator("a.pod-link").get_attribute("href") == "/ui/jobs/e2e/train#task-train-w-0"
+    assert row.locator("a.node-link").get_attribute("href") == "/ui/nodes?node=node-0"
+    fig = page.locator('tr[data-type="decision.queue_figures"] a.queue-link')
+    assert fig.evaluate_all("as => as.map(a => a.textContent)") == ["prod", "dev"]
+    # the jobs list: the queue is a link to its jobs
+    page = w.open(base + "/ui/jobs")
+    assert page.locator('tr[data-job="e2e/train"] a.queue-link').get_attribute("href") == "/ui/jobs?queue=dev"
+    # the queues page: a queue's running jobs are a link to them too (e2e/train's PodGroup has no
+    # status in this log, so its phase is not Running: 0)
+    page = w.open(base + "/ui/queues")
+    running = page.locator('tr[data-queue="dev"] a[href="/ui/jobs?queue=dev&phase=Running"]')
+    assert running.inner_text() == "0"
     assert w.errors == []

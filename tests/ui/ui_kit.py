@@ -1,12 +1,16 @@
 """Helpers for the dashboard's browser tests: Debian's Chromium through Playwright, a real daemon on the
 simulator with a workload that keeps it cycling for a while (and one job that can never fit), a log of
-10,000 nodes and 10,000 jobs, an OTLP sink so cycles carry trace ids, and screenshot output."""
+10,000 nodes and 10,000 jobs, an OTLP sink so cycles carry trace ids, and screenshot output: every page a
+test opens (and every state it names) is saved as a PNG under the artefacts directory on every run
+(`artifacts/ui/` under the repository root, or `$FUMAROLE_ARTIFACTS/ui/`), and the figures of
+docs/dashboard.md under docs/img when FUMAROLE_UPDATE_SCREENSHOTS=1."""
 
 from __future__ import annotations
 
 import asyncio
 import json
 import os
+import re
 import shutil
 import socket
 import subprocess
@@ -28,6 +32,23 @@ ROOT = Path(__file__).resolve().parents[2]
 
 CHROMIUM = os.environ.get("FUMAROLE_CHROMIUM", "/usr/bin/chromium")
 SCREENSHOTS = ROOT / "docs" / "img"
+
+
+def artifacts_dir() -> Path:
+    """Where every run's screenshots go: $FUMAROLE_ARTIFACTS/ui, else artifacts/ui under the repository
+    root (git-ignored)."""
+    base = os.environ.get("FUMAROLE_ARTIFACTS", "")
+    return (Path(base) if base else ROOT / "artifacts") / "ui"
+
+
+def _test_name() -> str:
+    """The running test as a file name ("test_ui_jobs--test_filters[900]"), from PYTEST_CURRENT_TEST."""
+    current = os.environ.get("PYTEST_CURRENT_TEST", "bench").split(" ")[0]
+    file, _, test = current.rpartition("::")
+    stem = Path(file).stem if file else "run"
+    return re.sub(r"[^A-Za-z0-9_.\[\]-]+", "_", f"{stem}--{test}")
+
+
 CHROMIUM_ARGS = [
     "--headless",
     "--no-sandbox",
@@ -87,6 +108,7 @@ class PageWatch:
     def __init__(self, context: Any) -> None:
         self.page = context.new_page()
         self.errors: list[str] = []
+        self.shots: list[Path] = []  # the artefact screenshots this page saved
         self.page.on(
             "console",
             lambda m: self.errors.append(f"console {m.type}: {m.text}") if m.type == "error" else None,
@@ -97,16 +119,42 @@ class PageWatch:
         self.page.goto(url)
         self.page.wait_for_selector("main[data-ready]", timeout=timeout)
         assert self.page.get_attribute("main", "data-ready") == "1", self.page.inner_text("main")
+        path = url.split("://", 1)[-1].split("/", 1)[-1]
+        self.artifact(path.removeprefix("ui/").split("?")[0].replace("/", "-") or "home")
         return self.page
 
     def render_ms(self) -> int:
         return int(self.page.get_attribute("main", "data-render-ms") or "-1")
 
+    def artifact(self, state: str) -> Path | None:
+        """Save the page as it is now under artifacts_dir(), named after the test, a counter and `state`
+        (FUMAROLE_ARTIFACTS=off saves nothing)."""
+        if os.environ.get("FUMAROLE_ARTIFACTS", "") == "off":
+            return None
+        out = artifacts_dir()
+        out.mkdir(parents=True, exist_ok=True)
+        state = re.sub(r"[^A-Za-z0-9_.-]+", "_", state)[:60]
+        path = out / f"{_test_name()}--{len(self.shots) + 1:02d}-{state}.png"
+        self.page.screenshot(path=str(path))
+        self.shots.append(path)
+        return path
+
     def screenshot(self, name: str) -> None:
-        """docs/img/ui-<name>.png, written only when FUMAROLE_UPDATE_SCREENSHOTS=1."""
+        """A state worth a figure: saved as an artefact on every run, and as docs/img/ui-<name>.png when
+        FUMAROLE_UPDATE_SCREENSHOTS=1."""
+        self.artifact(name)
         if os.environ.get("FUMAROLE_UPDATE_SCREENSHOTS") == "1":
             SCREENSHOTS.mkdir(parents=True, exist_ok=True)
             self.page.screenshot(path=str(SCREENSHOTS / f"ui-{name}.png"))
+
+
+def until(page: Any, expression: str, timeout: float = 20) -> None:
+    """Poll a JavaScript expression until it is true (Playwright's wait_for_function evaluates a string
+    with eval, which the dashboard's Content-Security-Policy forbids)."""
+    deadline = time.monotonic() + timeout
+    while not page.evaluate(expression):
+        assert time.monotonic() < deadline, f"never true: {expression}"
+        page.wait_for_timeout(50)
 
 
 # ----------------------------------------------------------------------------- raw live-feed clients

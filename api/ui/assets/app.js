@@ -74,7 +74,7 @@ async function show() {
   delete main.dataset.refreshed;
   fill(main, el("p", { class: "loading", text: "Loading…" }));
   const controller = new AbortController();
-  current = { name, page: null, controller, lastRefresh: performance.now(), pendingRefresh: null };
+  current = { name, path: location.pathname + location.search, page: null, controller, lastRefresh: performance.now(), pendingRefresh: null };
   try {
     const module = await import(`./pages/${name === "missing" ? "missing" : name}.js`);
     const ctx = {
@@ -95,6 +95,7 @@ async function show() {
     if (source && source.readyState === EventSource.OPEN) clearStale();
     document.title = `${main.querySelector("h1")?.textContent || "Dashboard"} · Fumarole`;
     markReady(t0);
+    showTarget();
   } catch (err) {
     if (gen !== generation || err.name === "AbortError") return;
     fill(main, el("div", { class: "error", role: "alert" },
@@ -105,6 +106,22 @@ async function show() {
     main.dataset.ready = "error";
     current.failed = true;
   }
+}
+
+/** An address with a #fragment (a pod's row on its job's page): scroll to that element and give it the
+ * keyboard focus, once the page is drawn (the browser's own jump happens before the page exists). */
+function showTarget({ jump = true } = {}) {
+  if (!location.hash) return;
+  let id;
+  try { id = decodeURIComponent(location.hash.slice(1)); } catch { return; }
+  const t = document.getElementById(id);
+  if (!t || !main.contains(t)) return;
+  for (const old of main.querySelectorAll(".targeted")) old.classList.remove("targeted");
+  t.classList.add("targeted");
+  if (!t.hasAttribute("tabindex")) t.setAttribute("tabindex", "-1");
+  if (!jump) return; // a live refresh redrew the row: marked again, not scrolled to
+  t.scrollIntoView({ block: "center" });
+  t.focus({ preventScroll: true });
 }
 
 // ---------------------------------------------------------------- stale data
@@ -154,6 +171,7 @@ async function refresh() {
     await c.page.refresh();
     c.renderMs = performance.now() - t0; // the next re-read waits 10 times as long as this one took
     for (const id of opened) { const d = document.getElementById(id); if (d) d.open = true; }
+    showTarget({ jump: false });
     main.dataset.refreshed = String(Number(main.dataset.refreshed || 0) + 1);
     if (focused && !main.contains(document.activeElement)) refocus(focused);
     if (source && source.readyState === EventSource.OPEN) clearStale();
@@ -178,7 +196,10 @@ function focusKey() {
 }
 
 function refocus(selector) {
-  main.querySelector(selector)?.focus({ preventScroll: true });
+  const t = main.querySelector(selector);
+  if (!t) return;
+  if (t.tabIndex < 0 && !t.hasAttribute("tabindex")) t.setAttribute("tabindex", "-1"); // a row reached by its #id
+  t.focus({ preventScroll: true });
 }
 
 function scheduleRefresh() {
@@ -287,11 +308,21 @@ document.addEventListener("click", (e) => {
   if (!a || e.defaultPrevented || e.button !== 0 || e.metaKey || e.ctrlKey || e.shiftKey || e.altKey) return;
   if (a.target || a.origin !== location.origin || !a.pathname.startsWith("/ui/") || a.pathname.startsWith("/ui/assets/")) return;
   e.preventDefault();
+  if (a.hash && a.pathname === location.pathname && a.search === location.search) {
+    // a link within the page (a pod's row): no re-read, only the jump
+    history.pushState(null, "", a.href);
+    showTarget();
+    return;
+  }
   navigate(a.href);
   main.focus({ preventScroll: true });
   window.scrollTo(0, 0);
 });
-window.addEventListener("popstate", show);
+window.addEventListener("popstate", () => {
+  // back/forward between two places of the same page (#fragments): jump, do not re-read
+  if (current && current.path === location.pathname + location.search) showTarget();
+  else show();
+});
 document.addEventListener("visibilitychange", () => { if (!document.hidden) scheduleRefresh(); });
 
 connect();

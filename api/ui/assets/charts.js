@@ -144,12 +144,12 @@ export function heat(f) {
 }
 
 /** A canvas heat map: one cell per item, `value(item)` in 0..1; `onPick(item)` on click or Enter. */
-export function heatMap(items, { value, label, onPick, width = 720, columns }) {
+export function heatMap(items, { value, label, onPick, width = 720, columns, id, cursorAt = -1, onCursor }) {
   const n = items.length;
   const cols = columns || (n <= 24 ? Math.max(n, 1) : Math.min(160, Math.ceil(Math.sqrt(n * 2))));
   const cell = Math.max(5, Math.min(36, Math.floor(width / cols)));
   const rows = Math.ceil(n / cols);
-  const canvas = el("canvas", { width: cols * cell, height: Math.max(rows, 1) * cell, class: "heat", role: "img", "aria-label": label });
+  const canvas = el("canvas", { id, width: cols * cell, height: Math.max(rows, 1) * cell, class: "heat", role: "img", "aria-label": label });
   const ctx = canvas.getContext("2d");
   for (let i = 0; i < n; i++) {
     ctx.fillStyle = heat(value(items[i]));
@@ -164,8 +164,9 @@ export function heatMap(items, { value, label, onPick, width = 720, columns }) {
   };
   canvas.addEventListener("click", (ev) => { const it = at(ev); if (it) { cursor = items.indexOf(it); onPick(it); } });
   canvas.addEventListener("mousemove", (ev) => { const it = at(ev); canvas.title = it ? onPick.describe(it) : ""; });
-  // keyboard: arrows move a cursor cell (announced in the status line), Enter or Space opens it
-  let cursor = -1;
+  // keyboard: arrows move a cursor cell (announced in the status line), Enter or Space opens it; a
+  // redraw (live refresh) starts from `cursorAt`, the cell the cursor was on, and reports moves to onCursor
+  let cursor = cursorAt < n ? cursorAt : -1;
   canvas.tabIndex = 0;
   const status = el("p", { class: "heat-cursor muted", role: "status", "aria-live": "polite", text: n ? "Focus the map and use the arrow keys, then Enter." : "" });
   const mark = () => {
@@ -189,10 +190,12 @@ export function heatMap(items, { value, label, onPick, width = 720, columns }) {
       ev.preventDefault();
       cursor = cursor < 0 ? 0 : Math.max(0, Math.min(n - 1, cursor + step));
       mark();
+      onCursor?.(items[cursor]);
     } else if ((ev.key === "Enter" || ev.key === " ") && cursor >= 0) {
       ev.preventDefault();
       onPick(items[cursor]);
     }
   });
+  if (cursor >= 0) mark();
   return el("div", { class: "heat-wrap" }, canvas, status);
 }

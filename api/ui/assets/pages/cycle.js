@@ -3,7 +3,7 @@
 
 import { ACTION_COLOURS } from "../charts.js";
 import { traceHref } from "./cycles.js";
-import { at, fill, cycleHref, el, getJSON, heading, jobHref, link, nodeLink, seconds } from "../util.js";
+import { at, fill, cycleHref, el, getJSON, heading, jobHref, link, nodeLink, podLink, seconds } from "../util.js";
 
 function describe(type, e) {
   switch (type) {
@@ -31,13 +31,19 @@ const TYPES = ["cycle.opened", "cycle.callouts", "decision.bind", "decision.evic
 const PAGE = 1000;
 
 function describeParts(type, e) {
-  // the description with the node a link to it
-  if (e.node && (type === "decision.bind" || type === "decision.evict" || type === "decision.pipeline")) {
-    const text = describe(type, e);
-    const i = text.indexOf(e.node);
-    return [text.slice(0, i), nodeLink(e.node), text.slice(i + e.node.length)];
+  // the description with every name a link: the pod to its row on its job's page, the node to the node,
+  // a job to its page, a queue to its jobs
+  const pod = `${e.namespace}/${e.name}`;
+  const podPart = e.job ? podLink(pod, e.job) : pod;
+  switch (type) {
+    case "decision.bind": return ["bind ", podPart, " → ", nodeLink(e.node)];
+    case "decision.evict": return ["evict ", podPart, " from ", nodeLink(e.node), ` (${e.action}): ${e.reason}`];
+    case "decision.pipeline": return ["pipeline ", podPart, " onto ", nodeLink(e.node)];
+    case "decision.podgroup_status": return ["PodGroup ", link(jobHref(e.namespace, e.name), pod), ` phase ${e.phase}`];
+    case "decision.job_explained": return [link(jobHref(e.namespace, e.name), pod), `: ${e.message || "(no longer waiting)"}`];
+    case "decision.queue_figures": return ["queue figures of ", ...Object.keys(e.queues || {}).flatMap((q, i) => [i ? ", " : "", link(`/ui/jobs?queue=${encodeURIComponent(q)}`, q, { class: "queue-link" })])];
+    default: return [describe(type, e)];
   }
-  return [describe(type, e)];
 }
 
 export async function render(main, ctx) {
@@ -83,8 +89,11 @@ export async function render(main, ctx) {
     const page = await getJSON(url(since), ctx.signal);
     return { rows: page.decisions || page.items, next: page.next_since };
   }
+  let asked = 0; // the newest filter asked: an older answer arriving after it is dropped (arrow keys)
   typeSel.addEventListener("change", async () => {
+    const mine = ++asked;
     const page = await read(null);
+    if (mine !== asked) return;
     decisions = page.rows;
     next = page.next;
     drawRows();

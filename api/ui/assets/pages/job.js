@@ -43,24 +43,30 @@ export function groupRepeats(steps) {
   return out;
 }
 
+/** A pod's row in this page's task table (an in-page link). */
+function taskLink(pod) {
+  const name = pod.includes("/") ? pod.split("/").slice(1).join("/") : pod;
+  return link(`#task-${encodeURIComponent(name)}`, pod, { class: "pod-link" });
+}
+
 function withNodes(parts) {
-  // [text, {node}] pieces: each node a link to it
-  return parts.map((p) => (typeof p === "string" ? p : nodeLink(p.node)));
+  // [text, {node}, {pod}] pieces: each node a link to it, each pod a link to its task row
+  return parts.map((p) => (typeof p === "string" ? p : p.node !== undefined ? nodeLink(p.node) : taskLink(p.pod)));
 }
 
 function timeline(d, pipelines) {
   const h = d.history;
   const steps = [];
-  const step = (cycle, rank, ms, kind, parts) => steps.push({ cycle, rank, ms, kind, parts, key: parts.map((p) => (typeof p === "string" ? p : `@${p.node}`)).join("") });
+  const step = (cycle, rank, ms, kind, parts) => steps.push({ cycle, rank, ms, kind, parts, key: parts.map((p) => (typeof p === "string" ? p : p.node !== undefined ? `@${p.node}` : `%${p.pod}`)).join("") });
   for (const b of h.binds) {
     const parts = ["bound "];
-    Object.entries(b.pods).forEach(([p, n], i) => parts.push(...(i ? [", "] : []), `${p} → `, { node: n }));
+    Object.entries(b.pods).forEach(([p, n], i) => parts.push(...(i ? [", "] : []), { pod: p }, " → ", { node: n }));
     step(b.cycle, 0, b.at_ms, "bind", parts);
   }
-  for (const e of h.evictions) step(e.cycle, 1, e.at_ms, "evict", [`evicted ${e.pod} from `, { node: e.node }, ` (${e.action}): ${e.reason}`]);
+  for (const e of h.evictions) step(e.cycle, 1, e.at_ms, "evict", ["evicted ", { pod: e.pod }, " from ", { node: e.node }, ` (${e.action}): ${e.reason}`]);
   for (const p of h.phases) step(p.cycle, 2, p.at_ms, "phase", [p.phase === "Inqueue" ? "enqueued (phase Inqueue)" : `phase ${p.phase}`]);
   for (const p of [...pipelines].sort((a, b) => a.event.cycle - b.event.cycle || a.seq - b.seq)) {
-    step(p.event.cycle, 3, null, "pipeline", [`pipelined ${p.event.namespace}/${p.event.name} onto `, { node: p.event.node }]);
+    step(p.event.cycle, 3, null, "pipeline", ["pipelined ", { pod: `${p.event.namespace}/${p.event.name}` }, " onto ", { node: p.event.node }]);
   }
   for (const w of h.waits) {
     const span = w.last_cycle === w.first_cycle ? "" : `–${w.last_cycle}`;
@@ -149,7 +155,7 @@ export async function render(main, ctx) {
         })),
         Object.keys(ex.pods).length ? el("details", { id: "pods-details" }, el("summary", { text: `Each waiting pod (${Object.keys(ex.pods).length})` }),
           el("dl", { class: "pods" }, Object.entries(ex.pods).flatMap(([p, w]) => [
-            el("dt", {}, link(`#task-${encodeURIComponent(p.split("/").slice(1).join("/"))}`, p, { class: "pod-link" })), el("dd", { text: w })]))) : null);
+            el("dt", {}, taskLink(p)), el("dd", { text: w })]))) : null);
     } else if (!d.queue_exists) {
       why = el("section", { class: "why" }, el("h2", { text: "Why it waits" }), missingQueue);
     } else {

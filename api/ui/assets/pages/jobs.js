@@ -96,7 +96,7 @@ export async function render(main, ctx) {
     { key: "name", label: "Job", value: (j) => `${j.namespace}/${j.name}`, render: (j) => link(jobHref(j.namespace, j.name), `${j.namespace}/${j.name}`) },
     { key: "namespace", label: "Namespace", value: (j) => j.namespace, render: (j) => link(filterHref({ namespace: j.namespace }), j.namespace) },
     { key: "queue", label: "Queue", value: (j) => j.queue,
-      render: (j) => (j.queue_exists ? j.queue : el("span", {}, j.queue, " ", el("span", { class: "badge missing", text: "no such queue" }))) },
+      render: (j) => (j.queue_exists ? link(filterHref({ queue: j.queue }), j.queue, { class: "queue-link" }) : el("span", {}, j.queue, " ", el("span", { class: "badge missing", text: "no such queue" }))) },
     { key: "phase", label: "Phase", value: (j) => j.phase || "", render: (j) => phaseBadge(j.phase) },
     { key: "pending", label: "Waiting", value: (j) => (waits(j) ? 2 : j.pending ? 1 : 0),
       render: (j) => (waits(j) ? el("span", { class: "badge waiting", text: "waiting" }) : j.pending ? el("span", { class: "badge", text: "pods pending" }) : "") },
@@ -126,7 +126,7 @@ export async function render(main, ctx) {
         el("tbody", {}, queues.map((qn) => {
           const row = perQueue.get(qn);
           const all = [...row.values()].reduce((a, b) => a + b, 0);
-          return el("tr", { dataset: { queue: qn } }, el("th", { scope: "row", text: qn }),
+          return el("tr", { dataset: { queue: qn } }, el("th", { scope: "row" }, link(filterHref({ queue: qn }), qn, { class: "queue-link" })),
             codes.map((c) => el("td", { class: "num", dataset: { reason: c } }, row.get(c) ? link(filterHref({ queue: qn, reason: c }), String(row.get(c))) : "")),
             el("td", { class: "num" }, link(filterHref({ queue: qn, pending: "1" }), String(all))));
         })))
@@ -155,6 +155,12 @@ export async function render(main, ctx) {
     fill(summaries, byReason, byNs);
   }
 
+  /** After a redraw, the focus back on the pager button pressed (or the other one, once it is disabled). */
+  function keepFocus(id, other) {
+    const b = document.getElementById(id);
+    (b && !b.disabled ? b : document.getElementById(other))?.focus();
+  }
+
   function update() {
     setQuery({
       queue: state.queue, phase: state.phase, namespace: state.namespace, reason: state.reason, q: state.search,
@@ -168,20 +174,20 @@ export async function render(main, ctx) {
     state.page = Math.min(Math.max(1, state.page), pages);
     const shown = rows.slice((state.page - 1) * PAGE, state.page * PAGE);
     const pager = el("nav", { class: "pager", "aria-label": "Pages of jobs" },
-      el("button", { type: "button", id: "jobs-prev", disabled: state.page <= 1, on: { click: () => { state.page--; update(); } } }, "← previous"),
+      el("button", { type: "button", id: "jobs-prev", disabled: state.page <= 1, on: { click: () => { state.page--; update(); keepFocus("jobs-prev", "jobs-next"); } } }, "← previous"),
       el("span", { id: "jobs-page", text: ` page ${state.page} of ${pages} (${(state.page - 1) * PAGE + 1}–${(state.page - 1) * PAGE + shown.length}) ` }),
-      el("button", { type: "button", id: "jobs-next", disabled: state.page >= pages, on: { click: () => { state.page++; update(); } } }, "next →"));
+      el("button", { type: "button", id: "jobs-next", disabled: state.page >= pages, on: { click: () => { state.page++; update(); keepFocus("jobs-next", "jobs-prev"); } } }, "next →"));
     let count;
     if (!jobs.length) count = "The log has no job yet.";
     else if (!rows.length) count = `No job matches these filters (of ${jobs.length} jobs).`;
     else count = `${rows.length} of ${jobs.length} jobs`;
     fill(body,
       el("p", { id: "jobs-count", class: "muted", role: "status", text: count }),
-      rows.length ? sortableTable({
+      rows.length ? el("div", { class: "table-wrap" }, sortableTable({
         columns, rows: shown, sort: state.sort, id: "jobs-table",
         rowAttrs: (j) => ({ "data-job": `${j.namespace}/${j.name}` }),
         onSort: (s) => { state.sort = s; update(); },
-      }) : null,
+      })) : null,
       pages > 1 ? pager : null);
   }
 

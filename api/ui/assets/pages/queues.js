@@ -64,7 +64,7 @@ export async function render(main, ctx) {
       { key: "weight", label: "Weight", value: (q) => q.weight, numeric: true },
       { key: "share", label: "Share", value: (q) => q.share, numeric: true, render: (q) => fractionBar(q.share, "share", "share") },
       { key: "pending", label: "Pending jobs", value: (q) => cnt(q).pending, numeric: true, render: (q) => link(`/ui/jobs?queue=${encodeURIComponent(q.name)}&pending=1`, String(cnt(q).pending)) },
-      { key: "running", label: "Running jobs", value: (q) => cnt(q).running, numeric: true },
+      { key: "running", label: "Running jobs", value: (q) => cnt(q).running, numeric: true, render: (q) => link(`/ui/jobs?queue=${encodeURIComponent(q.name)}&phase=Running`, String(cnt(q).running)) },
       { key: "resources", label: "Allocated / deserved per resource (demand)", render: (q) => el("div", { class: "resources" }, resources.filter((r) => RESOURCE_KEYS.some((k) => q[k] && r in q[k])).map((r) => resourceBar(r, q))) },
     ];
     const col = columns.find((c) => c.key === sort.key && c.value) || columns[0];
