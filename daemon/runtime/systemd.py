@@ -4,6 +4,12 @@
 WATCHDOG_USEC / WATCHDOG_PID; outside systemd every call is a cheap no-op.  The service
 sends READY=1 once the cache has caught up, STATUS= lines with progress, WATCHDOG=1 at half
 the watchdog interval, and STOPPING=1 on shutdown.
+
+The socket is non-blocking: a datagram socket whose reader lags has a short queue (Linux's
+`net.unix.max_dgram_qlen`, 10 by default), and a blocking send to a full queue waits until the
+reader takes one, which would stop the event loop, the cycles and the API with it.  A message
+that finds the queue full is dropped and `notify` returns False (systemd reads its socket
+promptly; a watchdog ping lost now is followed by the next one).
 """
 
 from __future__ import annotations
@@ -22,6 +28,7 @@ class Notifier:
         self._sock: socket.socket | None = None
         if address:
             self._sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM | socket.SOCK_CLOEXEC)
+            self._sock.setblocking(False)  # never wait on a lagging reader (module notes)
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Notifier:
@@ -44,7 +51,8 @@ class Notifier:
         return None if self.watchdog_usec is None else self.watchdog_usec / 2_000_000
 
     def notify(self, **fields: str | int) -> bool:
-        """Send `KEY=value` lines (READY=1, STATUS=..., ...); False when not under systemd or it failed."""
+        """Send `KEY=value` lines (READY=1, STATUS=..., ...); False when not under systemd, when the
+        send failed, or when the reader's queue was full (the message is dropped, never waited on)."""
         if self._sock is None or self.address is None:
             return False
         text = "\n".join(f"{k}={v}" for k, v in fields.items())
