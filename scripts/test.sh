@@ -39,8 +39,11 @@ step "lint-imports" lint-imports
 
 echo
 echo "==> pytest"
+# Both cores (pytest-xdist): each test file runs whole on one worker, so its module fixtures are
+# built once. FUMAROLE_TEST_WORKERS=0 runs everything in this process (e.g. to use a debugger).
+WORKERS="${FUMAROLE_TEST_WORKERS:-2}"
 set +e
-pytest "$@"
+pytest -n "$WORKERS" --dist loadfile --durations=15 "$@"
 PYTEST_RC=$?
 set -e
 # the dashboard tests' screenshots (tests/ui/ui_kit.py): collect this directory as CI artefacts
