@@ -201,3 +201,19 @@ def read_log(db: Path) -> list[StoredEvent]:
             await log.close()
 
     return asyncio.run(go())
+
+
+def assert_replays_identically(db: Path | str) -> dict[str, Any]:
+    """`fumarole replay --format json` on the log: exit 0 and every cycle identical (at least one);
+    returns the summary."""
+    replay = subprocess.run(
+        [FUMAROLE, "replay", "--db", str(db), "--format", "json"],
+        capture_output=True,
+        text=True,
+        env=env(),
+        timeout=240,
+    )
+    assert replay.returncode == 0, replay.stdout + replay.stderr
+    summary: dict[str, Any] = json.loads(replay.stdout)["summary"]
+    assert summary["cycles"] == summary["identical"] > 0, summary
+    return summary

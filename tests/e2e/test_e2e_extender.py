@@ -6,13 +6,12 @@ ask something new is refused (its answers cannot be known offline)."""
 
 from __future__ import annotations
 
-import json
 import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
-from fumarole_e2e_kit import FUMAROLE, env, read_log, run_daemon, write_small_sim
+from fumarole_e2e_kit import FUMAROLE, assert_replays_identically, env, read_log, run_daemon, write_small_sim
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from fumarole_extender_server import ExtenderServer
@@ -77,16 +76,7 @@ def test_extender_answers_are_logged_and_replayed_without_the_extender(tmp_path:
     assert asked == len(server.requests)  # every question the extender got is in the log
 
     # The extender is gone: replay answers from the log.
-    replay = subprocess.run(
-        [FUMAROLE, "replay", "--db", str(data / "fumarole.db"), "--format", "json"],
-        capture_output=True,
-        text=True,
-        env=env(),
-        timeout=240,
-    )
-    assert replay.returncode == 0, replay.stdout + replay.stderr
-    summary = json.loads(replay.stdout)["summary"]
-    assert summary["cycles"] == summary["identical"] > 0
+    assert_replays_identically(data / "fumarole.db")
 
     # An alternative configuration asking another verb cannot be answered offline: one line, exit 2.
     alt = tmp_path / "alt.yaml"

@@ -6,7 +6,6 @@ samples as NodeUsageObserved, and the usage plugin keeps pods off the node over 
 from __future__ import annotations
 
 import asyncio
-import json
 import signal
 import subprocess
 import sys
@@ -17,7 +16,7 @@ from typing import Any
 
 import pytest
 from aiohttp import web
-from fumarole_e2e_kit import FUMAROLE, env, read_log
+from fumarole_e2e_kit import FUMAROLE, assert_replays_identically, env, read_log
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "k8s"))
 from cluster_kit import node, node_status, pod, wait_for
@@ -123,10 +122,4 @@ def test_prometheus_usage_is_polled_logged_and_steers_binds(prometheus: Promethe
     assert all(u.metrics_ms == u.at_ms > 0 for u in usage)
     binds = {r.event.name: r.event.node for r in rows if isinstance(r.event, BindDecided)}
     assert binds == {"p0": "u2", "p1": "u2", "p2": "u2"}  # u1 is over the 80% CPU limit
-    replay = subprocess.run(
-        [FUMAROLE, "replay", "--db", str(data / "fumarole.db"), "--format", "json"],
-        capture_output=True, text=True, env=env(), timeout=240,
-    )  # fmt: skip
-    assert replay.returncode == 0, replay.stdout + replay.stderr
-    summary = json.loads(replay.stdout)["summary"]
-    assert summary["cycles"] == summary["identical"] > 0
+    assert_replays_identically(data / "fumarole.db")

@@ -5,12 +5,10 @@ identically from the log."""
 
 from __future__ import annotations
 
-import json
-import subprocess
 from pathlib import Path
 
 import yaml
-from fumarole_e2e_kit import FUMAROLE, env, read_log, run_daemon, write_small_sim
+from fumarole_e2e_kit import assert_replays_identically, read_log, run_daemon, write_small_sim
 
 from fumarole.store.events import BindDecided, EvictDecided, NodeUsageObserved
 
@@ -77,13 +75,4 @@ def test_scripted_usage_is_logged_steers_decisions_and_replays_identically(tmp_p
     # n1 at 70% CPU from 40 s (over the 50% target) with n2/n3 under 20%: rescheduling evicts.
     evicts = [r.event for r in rows if isinstance(r.event, EvictDecided)]
     assert any("rescheduling" in e.reason for e in evicts), [e.reason for e in evicts]
-    replay = subprocess.run(
-        [FUMAROLE, "replay", "--db", str(data / "fumarole.db"), "--format", "json"],
-        capture_output=True,
-        text=True,
-        env=env(),
-        timeout=240,
-    )
-    assert replay.returncode == 0, replay.stdout + replay.stderr
-    summary = json.loads(replay.stdout)["summary"]
-    assert summary["cycles"] == summary["identical"] > 0
+    assert_replays_identically(data / "fumarole.db")

@@ -21,6 +21,7 @@ import pytest
 import yaml
 from fumarole_e2e_kit import (
     FUMAROLE,
+    assert_replays_identically,
     env,
     offline_binds,
     read_log,
@@ -138,12 +139,7 @@ def test_the_simulator_logs_and_serves_no_secret_and_an_old_log_replays_identica
     conn.close()
     assert SECRET.encode() in old.read_bytes()
     # the decisions recorded over redacted pods are those the scheduler takes over the pods as given
-    replay = subprocess.run(
-        [FUMAROLE, "replay", "--db", str(old), "--format", "json"], capture_output=True, text=True, env=env()
-    )
-    assert replay.returncode == 0, replay.stdout + replay.stderr
-    summary = json.loads(replay.stdout)["summary"]
-    assert summary["cycles"] == summary["identical"] > 0
+    assert_replays_identically(old)
     # and the API redacts on the way out: the old log's secrets are not served
     old_served = _all_events(serve(old))
     assert len(old_served) == len(rows)
