@@ -138,6 +138,7 @@ def _run_session(
         t_open = time.perf_counter()
         ssn = Session(snapshot, conf, measure_callbacks=measuring, whole_copy=whole_copy)
         ssn.tie_seed = search.tie_seed if search is not None else None
+        ssn.typical_shapes = search.typical_shapes if search is not None else None
         root.set_attribute("session.id", ssn.uid)
         root.set_attribute("session.jobs", len(ssn.jobs))
         root.set_attribute("session.nodes", len(ssn.node_list))

@@ -193,6 +193,9 @@ class Session(Combinators):
         # The search's tie seed (SearchOptions.tie_seed, framework/ties.py), for plugins that draw
         # seeded choices of their own (the paper-random plugin's card); None when not seeded.
         self.tie_seed: int | None = None
+        # The workload the fgd plugin judges fragmentation against (SearchOptions.typical_shapes,
+        # fgd_fragmentation.PodShape values); None: the session's tasks.
+        self.typical_shapes: tuple[Any, ...] | None = None
         self._pc_cache: dict[str, PluginOption] = {}
         # HyperNodes (framework/topology.py): the specs, resolved on first use; jobs with a
         # network topology have it adjusted and their allocated HyperNode recovered now.
