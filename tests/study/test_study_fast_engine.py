@@ -30,7 +30,7 @@ from fumarole.daemon.study.inflation import inflation_workload, typical_of
 from fumarole.daemon.study.placement import Cluster, Placement
 from fumarole.daemon.study.trace import TraceNode, TracePod
 
-SEEDS = range(4)
+SEEDS = range(6)
 
 
 def core_run(
