@@ -39,7 +39,7 @@ def add_parser(sub: Any) -> None:
             default="binpack",
             help="binpack (Volcano's binpack-style configuration, examples/study/vgpu-binpack.yaml), "
             "spread (Volcano's default configuration, vgpu-default.yaml), fgd (vgpu-fgd.yaml), or one of "
-            "the paper's baselines (core engine; beyond Volcano): random, dotprod, gpuclustering, "
+            "the paper's baselines (beyond Volcano): random, dotprod, gpuclustering, "
             "gpupacking, bestfit (vgpu-<name>.yaml); with --conf, only the run's name (default binpack)",
         )
         m.add_argument(
@@ -47,11 +47,12 @@ def add_parser(sub: Any) -> None:
             default="core",
             choices=("core", "fast"),
             help="core (default): Fumarole's scheduler sessions under the Volcano configuration; "
-            "fast: the numpy study placer, seconds instead of tens of seconds but an APPROXIMATION of "
-            "the named configurations (it scores every feasible node where Volcano's binpack and spread "
-            "score a rotating window on clusters over 100 nodes, adds no deviceshare device score, "
-            "its spread has no balancedresource, its fgd breaks ties by the first node); exact only for "
-            "examples/study/vgpu-binpack-plugin.yaml on clusters of up to 100 nodes",
+            "fast: the numpy study placer, seconds instead of tens of seconds. It decides exactly as the "
+            "core preset for fgd and the paper's five baselines (every node scored, seeded ties); for "
+            "binpack and spread it is an APPROXIMATION (it scores every feasible node where Volcano "
+            "scores a rotating window on clusters over 100 nodes, adds no deviceshare device score, its "
+            "spread has no balancedresource), exact only for examples/study/vgpu-binpack-plugin.yaml on "
+            "clusters of up to 100 nodes",
         )
         m.add_argument(
             "--percentage-nodes-to-find",
@@ -131,7 +132,7 @@ def _add_sweep(modes: Any) -> None:
 
 def cmd_sweep(args: argparse.Namespace) -> int:
     """The sweep's grid from the flags, a Dask client, and daemon.study.sweep."""
-    from fumarole.daemon.study.confs import PERCENTAGE_NODES_TO_FIND, PRESETS, SEEDED_TIES
+    from fumarole.daemon.study.confs import PAPER_POLICIES, PERCENTAGE_NODES_TO_FIND, PRESETS, SEEDED_TIES
     from fumarole.daemon.study.placement import POLICIES
     from fumarole.daemon.study.sweep import SweepError, grid, sweep
     from fumarole.daemon.study.trace import TraceError, read_nodes, read_pods
@@ -177,7 +178,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
             if args.tie_break is not None
             else SEEDED_TIES.get(p, False)
             if args.engine == "core"
-            else p == "fgd"
+            else p in PAPER_POLICIES
         )
         pct = args.percentage_nodes_to_find
         if pct is None:
@@ -252,9 +253,8 @@ def _engine(args: argparse.Namespace) -> Any:
         if args.conf:
             return "--conf: the fast engine has no scheduler configuration (use --engine core)"
         if args.policy not in POLICIES:
-            extra = " (the paper's baselines run on the core engine)" if args.policy in PRESETS else ""
             known = ", ".join(POLICIES)
-            return f"--policy: unknown policy {args.policy!r} for --engine fast (known: {known}){extra}"
+            return f"--policy: unknown policy {args.policy!r} for --engine fast (known: {known})"
         return None
     if args.conf:
         path = Path(args.conf)
@@ -286,6 +286,7 @@ def _engine(args: argparse.Namespace) -> Any:
 
 
 def cmd_study(args: argparse.Namespace) -> int:
+    from fumarole.daemon.study.confs import PAPER_POLICIES
     from fumarole.daemon.study.runs import Engine, inflation_log, timeline_log
     from fumarole.daemon.study.trace import TraceError, pod_file, read_nodes, read_pods
 
@@ -320,7 +321,7 @@ def cmd_study(args: argparse.Namespace) -> int:
     def progress(line: str) -> None:
         print(line, file=sys.stderr, flush=True)
 
-    fast_seeded = args.tie_break == "seeded" or (args.tie_break is None and args.policy == "fgd")
+    fast_seeded = args.tie_break == "seeded" or (args.tie_break is None and args.policy in PAPER_POLICIES)
     t = _clock()
     if args.mode == "timeline":
         log, summary = timeline_log(

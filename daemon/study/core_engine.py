@@ -40,6 +40,7 @@ from fumarole.daemon.scheduler.model.node import NodeInfo
 from fumarole.daemon.scheduler.model.node_derived import NodeDerived
 from fumarole.daemon.scheduler.model.snapshot import ClusterSnapshot
 from fumarole.daemon.scheduler.model.task import TaskInfo, TaskStatus
+from fumarole.daemon.study.inflation import shape_of
 from fumarole.daemon.study.manifests import NAMESPACE, card_uuid, cluster_objects, node_manifest
 from fumarole.daemon.study.placement import Placement
 from fumarole.daemon.study.trace import TraceNode, TracePod
@@ -92,11 +93,17 @@ class CoreCluster:
         arrival_order: bool,
         percentage_nodes_to_find: int = 0,
         tie_seed: int | None = None,
+        typical: Sequence[TracePod] | None = None,
     ) -> None:
         self.conf = conf
         # Volcano's --percentage-nodes-to-find (0: its adaptive default, 100: every node); equal
-        # scores: the first candidate, or with a tie seed framework/ties.py's seeded draw.
-        self.search = SearchOptions(percentage_nodes_to_find=percentage_nodes_to_find, tie_seed=tie_seed)
+        # scores: the first candidate, or with a tie seed framework/ties.py's seeded draw; `typical`:
+        # the pod list whose shapes the fgd plugin judges against (the paper's simulator: the list as
+        # read, before the inflation tuning), None: each session's pods.
+        shapes = tuple(shape_of(p) for p in typical) if typical else None
+        self.search = SearchOptions(
+            percentage_nodes_to_find=percentage_nodes_to_find, tie_seed=tie_seed, typical_shapes=shapes
+        )
         self.arrival_order = arrival_order
         self.rows = {n.name: i for i, n in enumerate(nodes)}
         objects: list[tuple[str, int, Obj]] = [("nodes", i, node_manifest(n)) for i, n in enumerate(nodes)]

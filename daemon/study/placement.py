@@ -1,5 +1,6 @@
 """The study placer: a cluster's free cpu, memory and GPU cards as numpy columns, and one-pod-at-a-time
-placement by a named policy (Volcano's binpack or spread configuration, or FGD).
+placement by a named policy (Volcano's binpack or spread configuration, FGD, or one of the paper's
+baselines).
 
 It is the allocate action reduced to what the trace studies need, vectorised over nodes so that a
 whole trace runs in seconds: single-pod jobs, no gangs, no preemption. A pod fits a node when the
@@ -12,8 +13,14 @@ Policies (see docs/studies.md):
   * `spread`: Volcano's nodeorder leastrequested (mean free share of cpu and memory, GPU counted
     when asked) and deviceshare's `spread` card order (least used card first);
   * `fgd`: the paper's fragmentation gradient descent: the node whose fragmentation grows least, by
-    the paper's integer score, and on it the card whose choice grows it least
-    (`fumarole.daemon.scheduler.plugins.fgd_fragmentation`).
+    the paper's integer score, and on it the simulator's card (the first card of the highest
+    integer score, `fumarole.daemon.scheduler.plugins.fgd_fragmentation.fgd_card_order`);
+  * `random`, `dotprod`, `gpuclustering`, `gpupacking`, `bestfit`: the paper's baselines, scored by
+    the very functions of the core's `paper-<name>` plugins
+    (`fumarole.daemon.scheduler.plugins.paper_scores`), cards in deviceshare's binpack order (the
+    simulator's best fit), a shared pod's card drawn by `random_card` under `random`.
+Each of fgd and the baselines decides as the core preset of the same name with every node scored
+(tests/study/test_study_fast_engine.py compares every pod's node and cards).
 Equal scores go to the node listed first (Fumarole's deterministic rule; Volcano picks at random),
 or with a `tie_seed` to the node the seeded rule of `fumarole.daemon.scheduler.framework.ties` draws (the
 core engine's rule for the paper's policies: the same whatever order the nodes are listed in).
@@ -28,17 +35,21 @@ import numpy as np
 import numpy.typing as npt
 
 from fumarole.daemon.scheduler.framework.ties import least_key, node_keys, task_key
+from fumarole.daemon.scheduler.plugins import paper_scores as paper
 from fumarole.daemon.scheduler.plugins.fgd_fragmentation import (
     TypicalWorkload,
+    fgd_card_order,
+    fgd_score,
     node_fragmentation,
     shared_card_fragmentation,
 )
-from fumarole.daemon.study.manifests import NAMESPACE
+from fumarole.daemon.study.manifests import NAMESPACE, card_uuid
 from fumarole.daemon.study.trace import MILLI, TraceNode, TracePod
 
-__all__ = ["POLICIES", "Cluster", "Placement"]
+__all__ = ["BASELINES", "POLICIES", "Cluster", "Placement"]
 
-POLICIES = ("binpack", "spread", "fgd")
+BASELINES = ("random", "dotprod", "gpuclustering", "gpupacking", "bestfit")
+POLICIES = ("binpack", "spread", "fgd", *BASELINES)
 IntArray = npt.NDArray[np.int64]
 
 
@@ -82,6 +93,8 @@ class Cluster:
         self.gpu_left = np.zeros((len(nodes), width), dtype=np.int64)
         for i, n in enumerate(nodes):
             self.gpu_left[i, : n.gpus] = MILLI
+        # The kinds of the GPU pods on each node (paper_scores.kind_of), counted: gpuclustering's input.
+        self.kinds: list[dict[str, int]] = [{} for _ in nodes]
         self.typical = typical.arrays(self.model_ids) if typical is not None else None
         self.frag = self._frag(np.arange(len(nodes)))
 
@@ -116,7 +129,7 @@ class Cluster:
         """Cards with room for `milli`, in the policy's order (binpack: most used first; spread and
         whole-GPU requests: by index, idle cards being alike)."""
         fit = [i for i in range(len(row)) if row[i] >= milli]
-        if self.policy == "binpack":
+        if self.policy == "binpack" or self.policy in BASELINES:
             return sorted(fit, key=lambda i: (int(row[i]), i))
         if self.policy == "spread":
             return sorted(fit, key=lambda i: (-int(row[i]), i))
@@ -129,11 +142,40 @@ class Cluster:
             return None
         if self.policy == "fgd":
             return self._place_fgd(pod, rows)
-        score = self._resource_score(pod, rows)
+        if self.policy in BASELINES:
+            score = self._baseline_score(pod, rows)
+        else:
+            score = self._resource_score(pod, rows)
         best = int(rows[self._best(score, rows, pod)])
         n = pod.num_gpu
-        cards = tuple(self._card_order(self.gpu_left[best], pod.gpu_milli)[:n]) if n else ()
-        return Placement(best, cards)
+        if not n:
+            return Placement(best, ())
+        order = self._card_order(self.gpu_left[best], pod.gpu_milli)
+        if self.policy == "random" and self.tie_seed is not None and n == 1 and pod.gpu_milli < MILLI:
+            room = [k for k in range(int(self.cards[best])) if self.gpu_left[best, k] >= pod.gpu_milli]
+            uuids = [card_uuid(self.names[best], k) for k in room]
+            order = [room[paper.random_card(uuids, self.tie_seed, f"{NAMESPACE}/{pod.name}")]]
+        return Placement(best, tuple(order[:n]))
+
+    def _baseline_score(self, pod: TracePod, rows: IntArray) -> npt.NDArray[np.float64]:
+        """The core `paper-<policy>` plugin's score of the rows (the same functions)."""
+        cpu, left, n, m = (
+            self.cpu_left[rows],
+            self.gpu_left[rows],
+            pod.num_gpu,
+            pod.gpu_milli if pod.num_gpu else 0,
+        )
+        if self.policy == "random":
+            out = np.zeros(len(rows), dtype=np.int64)
+        elif self.policy == "dotprod":
+            out = paper.dotprod_scores(cpu, left, pod.cpu_milli, n, m)
+        elif self.policy == "gpuclustering":
+            out = paper.gpuclustering_scores(left, [self.kinds[int(r)] for r in rows], n, m)
+        elif self.policy == "gpupacking":
+            out = paper.gpupacking_scores(left, self.cards[rows], n, m)
+        else:
+            out = paper.bestfit_scores(cpu, left, pod.cpu_milli, n, m)
+        return out.astype(np.float64)
 
     def _resource_score(self, pod: TracePod, rows: IntArray) -> npt.NDArray[np.float64]:
         if self.policy == "binpack":
@@ -169,7 +211,8 @@ class Cluster:
         """FGD: every feasible node and, for a shared pod, every card with room; least growth wins.
 
         Nodes alike for fragmentation (GPU model, free cpu, free milli of their cards as a multiset)
-        are scored once; the first of them wins a tie, and on it the first card like the chosen one."""
+        are scored once; equal scores by `_best`; on the chosen node a shared pod takes the
+        simulator's card (`fgd_card_order`), whole GPUs the idle cards in index order."""
         left = np.sort(self.gpu_left[rows], axis=1)[:, ::-1]
         key = np.column_stack([self.model[rows], self.cpu_left[rows], left])
         _, first, inverse = np.unique(key, axis=0, return_index=True, return_inverse=True)
@@ -182,14 +225,19 @@ class Cluster:
             after = shared_card_fragmentation(
                 cpu_after, self.gpu_left[reps], pod.gpu_milli, self.model[reps], self.typical
             )
-            table = after - before[:, None]
-            best_card = np.argmin(table, axis=1)
-            growth_u = table[np.arange(len(reps)), best_card]
+            growth_u = (after - before[:, None]).min(axis=1)
             j = self._pick(growth_u[inverse], rows, pod)
             row = int(rows[j])
-            u = int(inverse[j])
-            value = self.gpu_left[reps[u], best_card[u]]
-            card = int(np.flatnonzero(self.gpu_left[row] == value)[0])
+            # The card on the chosen row itself: the simulator's (the first of the highest integer
+            # score), which depends on the row's own card order, not only on its multiset.
+            after = shared_card_fragmentation(
+                self.cpu_left[row : row + 1] - pod.cpu_milli,
+                self.gpu_left[row : row + 1],
+                pod.gpu_milli,
+                self.model[row : row + 1],
+                self.typical,
+            )[0]
+            card = fgd_card_order(float(self.frag[row]), after)[0]
             return Placement(row, (card,))
         gpu = self.gpu_left[reps].copy()
         if pod.num_gpu:
@@ -208,8 +256,7 @@ class Cluster:
         """The node to take: the highest integer FGD score, floor(100 * sigmoid(-growth / 1000)) (the
         paper's simulator's score: fragmentation drop in GPUs through a sigmoid, times 100); equal
         scores by `_best`."""
-        score = np.floor(100.0 / (1.0 + np.exp(growth / 1000.0)))
-        return self._best(score, rows, pod)
+        return self._best(fgd_score(growth), rows, pod)
 
     def _best(self, score: npt.NDArray[np.float64], rows: IntArray, pod: TracePod) -> int:
         """Index of the best score; ties: the first, or with a tie seed the seeded draw."""
@@ -233,6 +280,8 @@ class Cluster:
             self.gpu_left[i, k] -= pod.gpu_milli
         if pod.num_gpu:
             self.cores_used[i] += pod.gpu_milli // 10
+            kind = paper.kind_of(pod.num_gpu, pod.gpu_milli)
+            self.kinds[i][kind] = self.kinds[i].get(kind, 0) + 1
         self.frag[i] = self._frag(np.array([i]))[0]
 
     def release(self, pod: TracePod, where: Placement) -> None:
@@ -243,4 +292,8 @@ class Cluster:
             self.gpu_left[i, k] += pod.gpu_milli
         if pod.num_gpu:
             self.cores_used[i] -= pod.gpu_milli // 10
+            kind = paper.kind_of(pod.num_gpu, pod.gpu_milli)
+            self.kinds[i][kind] -= 1
+            if not self.kinds[i][kind]:
+                del self.kinds[i][kind]
         self.frag[i] = self._frag(np.array([i]))[0]

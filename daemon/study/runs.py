@@ -109,6 +109,7 @@ def inflation_log(
             arrival_order=True,
             percentage_nodes_to_find=engine.percentage_nodes_to_find,
             tie_seed=seed if engine.seeded_ties else None,
+            typical=pods,
         ).run([(p, i * 1000) for i, p in enumerate(workload)], float(len(workload)))
     log = RunLog(params, nodes)
     for start in range(0, len(workload), BATCH):

@@ -109,6 +109,7 @@ def run_experiment(exp: Experiment) -> dict[str, Any]:
                 arrival_order=True,
                 percentage_nodes_to_find=exp.percentage_nodes_to_find,
                 tie_seed=exp.seed if seeded else None,
+                typical=pods,
             )
             .run([(p, i * 1000) for i, p in enumerate(workload)], float(len(workload)))
             .placed

@@ -133,7 +133,7 @@ def test_sweep_on_a_scheduler_by_address(tmp_path: Path, capsys: pytest.CaptureF
     [
         (["--seeds", "44-42"], "--seeds:"),
         (["--policies", "tetris"], "--policies: unknown"),
-        (["--engine", "fast", "--policies", "bestfit"], "--policies: unknown for --engine fast"),
+        (["--engine", "fast", "--policies", "fgd,tetris"], "--policies: unknown for --engine fast"),
         (["--workloads", "nosuch"], "openb_pod_list_nosuch.csv: cannot read"),
     ],
 )

@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Hashable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -44,6 +44,10 @@ class SearchOptions:
     # Not a Volcano flag: None keeps the first of the best-scored candidates; an int breaks ties by
     # the seeded rule of framework/ties.py (independent of node order).
     tie_seed: int | None = None
+    # Not a Volcano flag: the typical workload of the fgd plugin (fgd_fragmentation.PodShape values;
+    # a study gives its pod list's shapes, as the paper's simulator derives them from the list before
+    # the inflation tuning); None: the session's tasks.
+    typical_shapes: tuple[Any, ...] | None = None
 
 
 BASELINE_PERCENTAGE = 50

@@ -146,6 +146,7 @@ def _run_session(
         ssn.tie_seed = search.tie_seed if search is not None else None
         if callouts is not None:
             ssn.callouts = callouts
+        ssn.typical_shapes = search.typical_shapes if search is not None else None
         root.set_attribute("session.id", ssn.uid)
         root.set_attribute("session.jobs", len(ssn.jobs))
         root.set_attribute("session.nodes", len(ssn.node_list))

@@ -197,6 +197,9 @@ class Session(Combinators):
         # How plugins ask outside services (framework/callout.py); run_session installs the
         # caller's port (live, recording or replaying); by default every call fails.
         self.callouts: CalloutPort = NoPort()
+        # The workload the fgd plugin judges fragmentation against (SearchOptions.typical_shapes,
+        # fgd_fragmentation.PodShape values); None: the session's tasks.
+        self.typical_shapes: tuple[Any, ...] | None = None
         self._pc_cache: dict[str, PluginOption] = {}
         # HyperNodes (framework/topology.py): the specs, resolved on first use; jobs with a
         # network topology have it adjusted and their allocated HyperNode recovered now.

@@ -45,6 +45,8 @@ from fumarole.daemon.scheduler.plugins.deviceshare_vgpu import (
 )
 from fumarole.daemon.scheduler.plugins.fgd_fragmentation import (
     PodShape,
+    fgd_card_order,
+    fgd_score,
     fragmentation_and_card_table,
     node_fragmentation,
     shared_card_fragmentation,
@@ -238,14 +240,14 @@ class FgdPlugin:
             after = self._frag(cpu_after, left - milli * take, model)
             scored = has
         growth = np.where(scored, after - before, 0.0)
-        score = np.floor(100.0 / (1.0 + np.exp(growth / 1000.0))) * self.weight
+        score = fgd_score(growth) * self.weight
         out[scored] = score[scored]
         return out
 
     def card_order(self, task: TaskInfo, node_name: str, cards: dict[int, VCard]) -> list[int] | None:
         """FGD's card choice, which deviceshare's Allocate uses while fgd is configured: for a pod
-        sharing one card, the cards by the node's fragmentation after the pod lands on each (least
-        first, then by index; cards without room last); None (the policy's order) otherwise."""
+        sharing one card, the paper simulator's card (`fgd_card_order`: the first card of the
+        highest integer score, the cards without room last); None (the policy's order) otherwise."""
         n_cards, milli = task_gpu(task)
         node = self.nodes.get(node_name)
         if n_cards != 1 or milli >= 1000 or self.typical is None or node is None:
@@ -258,21 +260,25 @@ class FgdPlugin:
             if node.index >= 0
             else np.zeros(1, dtype=np.int64)
         )
+        before = self._frag(np.array([cpu + int(task.resreq.cpu)], dtype=np.int64), left, model)[0]
         after = shared_card_fragmentation(np.array([cpu], dtype=np.int64), left, milli, model, self.typical)[
             0
         ]
-        return [idx[k] for k in sorted(range(len(idx)), key=lambda k: (after[k], idx[k]))]
+        return [idx[k] for k in fgd_card_order(float(before), after)]
 
     def _frag(self, cpu: IntArray, gpu: IntArray, model: IntArray) -> FloatArray:
         return node_fragmentation(cpu, gpu, model, self.typical)
 
     def on_session_open(self, ssn: Session) -> None:
-        shapes = []
-        for job in ssn.jobs.values():
-            for t in job.peek_tasks().values():  # read only: never copies the session's jobs
-                cards, milli = task_gpu(t)
-                models = task_models(t, self.model_label) if cards else ()
-                shapes.append(PodShape(int(t.resreq.cpu), cards, milli if cards else 0, models))
+        shapes: list[PodShape] = []
+        if ssn.typical_shapes is not None:  # given by the caller (a study: its pod list's shapes)
+            shapes = list(ssn.typical_shapes)
+        else:
+            for job in ssn.jobs.values():
+                for t in job.peek_tasks().values():  # read only: never copies the session's jobs
+                    cards, milli = task_gpu(t)
+                    models = task_models(t, self.model_label) if cards else ()
+                    shapes.append(PodShape(int(t.resreq.cpu), cards, milli if cards else 0, models))
         table = ssn.table
         wanted = sorted({m for s in shapes for m in s.models})
         self.model_ids = {m: i + 1 for i, m in enumerate(wanted)}

@@ -27,6 +27,8 @@ __all__ = [
     "MILLI",
     "PodShape",
     "TypicalWorkload",
+    "fgd_card_order",
+    "fgd_score",
     "fragmentation_and_card_table",
     "node_fragmentation",
     "shared_card_fragmentation",
@@ -251,3 +253,27 @@ def fragmentation_of(
     cpu = np.array([c for c, _, _ in nodes], dtype=np.int64)
     model = np.array([ids.get(m, 0) for _, _, m in nodes], dtype=np.int64)
     return [float(x) for x in node_fragmentation(cpu, gpu, model, typical.arrays(ids))]
+
+
+def fgd_score(growth: FloatArray) -> FloatArray:
+    """FGD's integer node score for a fragmentation growth (milli): floor(100 * sigmoid(-growth /
+    1000)), the simulator's int64(sigmoid((before - after) / 1000) * 100).
+
+    The growth is first rounded to 1e-6 milli: the fragmentation of a node summed in another batch
+    of rows can differ in the last bits (~1e-13), and a pod that leaves the fragmentation unchanged
+    (growth 0, score 50, as in the simulator, which computes both sides alike) must not score 49 in
+    one engine and 50 in the other."""
+    out: FloatArray = np.floor(100.0 / (1.0 + np.exp(np.round(growth, 6) / 1000.0)))
+    return out
+
+
+def fgd_card_order(before: float, after: FloatArray) -> list[int]:
+    """The cards of one node in FGD's order for a pod sharing one GPU, `after` the node's
+    fragmentation with the pod on each card (inf: no room): the simulator's card first — its
+    `calculateGpuShareFragExtendScore` walks the cards by index and moves to a later card only when
+    that card's integer score is higher, so the first card of the highest integer score, not the
+    card of least fragmentation (two cards a fraction of a point apart score alike) —, then the
+    other cards with room by score and index, the cards without room last."""
+    score = fgd_score(after - before)
+    room = np.isfinite(after)
+    return sorted(range(len(after)), key=lambda k: (not room[k], -score[k], k))

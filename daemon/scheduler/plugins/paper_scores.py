@@ -31,6 +31,7 @@ presets turn deviceshare's device score off. Arguments: `<name>.weight` (default
 
 from __future__ import annotations
 
+from collections.abc import Collection, Sequence
 from typing import Any
 
 import numpy as np
@@ -39,12 +40,24 @@ from fumarole.daemon.scheduler.framework import combinators as cb
 from fumarole.daemon.scheduler.framework.conf import arg_int
 from fumarole.daemon.scheduler.framework.nodetable import FloatArray, IntArray
 from fumarole.daemon.scheduler.framework.session import Session
-from fumarole.daemon.scheduler.framework.ties import least_key, task_key
+from fumarole.daemon.scheduler.framework.ties import least_key, node_keys, task_key
 from fumarole.daemon.scheduler.model.task import TaskInfo, TaskStatus
 from fumarole.daemon.scheduler.plugins.deviceshare_vgpu import VCard
 from fumarole.daemon.scheduler.plugins.fgd import FgdPlugin, task_gpu
 
-__all__ = ["NAMES", "new_bestfit", "new_dotprod", "new_gpuclustering", "new_gpupacking", "new_random"]
+__all__ = [
+    "NAMES",
+    "bestfit_scores",
+    "dotprod_scores",
+    "gpuclustering_scores",
+    "gpupacking_scores",
+    "new_bestfit",
+    "new_dotprod",
+    "new_gpuclustering",
+    "new_gpupacking",
+    "new_random",
+    "random_card",
+]
 
 MAX_CPU = 128000
 MAX_GPU = 8000
@@ -58,6 +71,69 @@ def kind_of(cards: int, milli: int) -> str:
     if cards == 0:
         return ""
     return "share" if cards == 1 and milli < MILLI else f"{cards}-gpu"
+
+
+# The scores as pure functions of the node rows (cpu left, each card's milli left zero-padded, the
+# card count) and the pod (cpu, n cards of m milli): the plugins below and the fast study placer
+# (daemon/study/placement.py) both call them, so the two engines score alike by construction.
+
+
+def dotprod_scores(cpu: IntArray, left: IntArray, req_cpu: int, n: int, m: int) -> IntArray:
+    gpu_left = left.sum(axis=1)
+    dot = (cpu / MAX_CPU) * (req_cpu / MAX_CPU) + (gpu_left / MAX_GPU) * (n * m / MAX_GPU)
+    out: IntArray = np.trunc(100.0 * (1.0 - dot / 2.0)).astype(np.int64)
+    out[cpu < req_cpu] = 0
+    return out
+
+
+def gpuclustering_scores(left: IntArray, kinds: Sequence[Collection[str]], n: int, m: int) -> IntArray:
+    """`kinds`: per row, the kinds of the GPU pods on the node."""
+    kind = kind_of(n, m)
+    if not kind:
+        return np.zeros(len(left), dtype=np.int64)
+    base = 25 * (MAX_GPU - left.sum(axis=1)) // MAX_GPU
+    out = np.empty(len(left), dtype=np.int64)
+    for k, held in enumerate(kinds):
+        if kind in held:  # the node holds pods of the pod's kind (only those: 75)
+            out[k] = base[k] + (75 if len(held) == 1 else 50)
+        else:  # an idle node (no GPU pod) before one holding other kinds
+            out[k] = base[k] + (25 if not held else 0)
+    return out
+
+
+def gpupacking_scores(left: IntArray, count: IntArray, n: int, m: int) -> IntArray:
+    if n == 0 or m <= 0:
+        return np.zeros(len(left), dtype=np.int64)
+    valid = np.arange(left.shape[1])[None, :] < count[:, None]
+    idle = ((left == MILLI) & valid).sum(axis=1)
+    # The pod's cards, least room first (missing cards sort first but have no room).
+    ordered = np.sort(np.where(valid, left, -1), axis=1, kind="stable")
+    fits = ordered >= m
+    take = fits & (np.cumsum(fits, axis=1) <= n)
+    enough = take.sum(axis=1) == n
+    idle_used = (take & (ordered == MILLI)).sum(axis=1)
+    room = np.where(take, ordered * 100 // MILLI, 0).sum(axis=1)
+    out = np.maximum(100 - room // 10, 50)
+    out = np.where(idle_used > 0, np.maximum(50 - idle_used, 33), out)
+    out = np.where(enough, out, 0)
+    out = np.where(idle == count, np.maximum(33 - idle, idle), out)
+    result: IntArray = out.astype(np.int64)
+    return result
+
+
+def bestfit_scores(cpu: IntArray, left: IntArray, req_cpu: int, n: int, m: int) -> IntArray:
+    spare = (cpu - req_cpu) / MAX_CPU * 0.5 + (left.sum(axis=1) - n * m) / MAX_GPU * 0.5
+    raw = np.trunc((1.0 - spare) * 100.0).astype(np.int64)
+    lo, hi = int(raw.min()), int(raw.max())
+    if hi == lo:
+        return np.zeros(len(left), dtype=np.int64)
+    out: IntArray = (raw - lo) * 100 // (hi - lo)
+    return out
+
+
+def random_card(uuids: Sequence[str], seed: int, key: str) -> int:
+    """Index (into `uuids`, the cards with room) of the card paper-random draws for task `key`."""
+    return least_key(node_keys(list(uuids)), task_key(seed, key))
 
 
 class PaperScore(FgdPlugin):
@@ -118,9 +194,7 @@ class RandomScore(PaperScore):
         room = [i for i in idx if MILLI - cards[i].used_core * 10 >= milli]
         if not room:
             return None
-        from fumarole.daemon.scheduler.framework.ties import node_keys
-
-        pick = room[least_key(node_keys([cards[i].uuid for i in room]), task_key(self.seed, task.key))]
+        pick = room[random_card([cards[i].uuid for i in room], self.seed, task.key)]
         return [pick] + [i for i in idx if i != pick]
 
 
@@ -130,12 +204,7 @@ class DotProdScore(PaperScore):
     def scores(
         self, task: TaskInfo, rows: IntArray, cpu: IntArray, left: IntArray, count: IntArray, n: int, m: int
     ) -> IntArray:
-        gpu_left = left.sum(axis=1)
-        req_cpu = int(task.resreq.cpu)
-        dot = (cpu / MAX_CPU) * (req_cpu / MAX_CPU) + (gpu_left / MAX_GPU) * (n * m / MAX_GPU)
-        out: IntArray = np.trunc(100.0 * (1.0 - dot / 2.0)).astype(np.int64)
-        out[cpu < req_cpu] = 0
-        return out
+        return dotprod_scores(cpu, left, int(task.resreq.cpu), n, m)
 
 
 class GpuClusteringScore(PaperScore):
@@ -167,18 +236,9 @@ class GpuClusteringScore(PaperScore):
     def scores(
         self, task: TaskInfo, rows: IntArray, cpu: IntArray, left: IntArray, count: IntArray, n: int, m: int
     ) -> IntArray:
-        kind = kind_of(n, m)
-        if not kind:
+        if not kind_of(n, m):
             return np.zeros(len(rows), dtype=np.int64)
-        base = 25 * (MAX_GPU - left.sum(axis=1)) // MAX_GPU
-        out = np.empty(len(rows), dtype=np.int64)
-        for k, row in enumerate(rows):
-            kinds = self._kinds(int(row))
-            if kind in kinds:  # the node holds pods of the pod's kind (only those: 75)
-                out[k] = base[k] + (75 if len(kinds) == 1 else 50)
-            else:  # an idle node (no GPU pod) before one holding other kinds
-                out[k] = base[k] + (25 if not kinds else 0)
-        return out
+        return gpuclustering_scores(left, [self._kinds(int(row)) for row in rows], n, m)
 
     def on_session_close(self, ssn: Session) -> None:
         super().on_session_close(ssn)
@@ -191,23 +251,7 @@ class GpuPackingScore(PaperScore):
     def scores(
         self, task: TaskInfo, rows: IntArray, cpu: IntArray, left: IntArray, count: IntArray, n: int, m: int
     ) -> IntArray:
-        if n == 0 or m <= 0:
-            return np.zeros(len(rows), dtype=np.int64)
-        valid = np.arange(left.shape[1])[None, :] < count[:, None]
-        idle = ((left == MILLI) & valid).sum(axis=1)
-        # The pod's cards, least room first (missing cards sort first but have no room).
-        ordered = np.sort(np.where(valid, left, -1), axis=1, kind="stable")
-        fits = ordered >= m
-        take = fits & (np.cumsum(fits, axis=1) <= n)
-        enough = take.sum(axis=1) == n
-        idle_used = (take & (ordered == MILLI)).sum(axis=1)
-        room = np.where(take, ordered * 100 // MILLI, 0).sum(axis=1)
-        out = np.maximum(100 - room // 10, 50)
-        out = np.where(idle_used > 0, np.maximum(50 - idle_used, 33), out)
-        out = np.where(enough, out, 0)
-        out = np.where(idle == count, np.maximum(33 - idle, idle), out)
-        result: IntArray = out.astype(np.int64)
-        return result
+        return gpupacking_scores(left, count, n, m)
 
 
 class BestFitScore(PaperScore):
@@ -216,14 +260,7 @@ class BestFitScore(PaperScore):
     def scores(
         self, task: TaskInfo, rows: IntArray, cpu: IntArray, left: IntArray, count: IntArray, n: int, m: int
     ) -> IntArray:
-        req_cpu = int(task.resreq.cpu)
-        spare = (cpu - req_cpu) / MAX_CPU * 0.5 + (left.sum(axis=1) - n * m) / MAX_GPU * 0.5
-        raw = np.trunc((1.0 - spare) * 100.0).astype(np.int64)
-        lo, hi = int(raw.min()), int(raw.max())
-        if hi == lo:
-            return np.zeros(len(rows), dtype=np.int64)
-        out: IntArray = (raw - lo) * 100 // (hi - lo)
-        return out
+        return bestfit_scores(cpu, left, int(task.resreq.cpu), n, m)
 
 
 def new_random(arguments: dict[str, Any]) -> PaperScore:
