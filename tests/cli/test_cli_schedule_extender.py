@@ -72,19 +72,15 @@ def test_schedule_calls_out_records_and_answers_from_the_file(tmp_path: Path) ->
     cluster.write_text(CLUSTER)
     conf = tmp_path / "conf.yaml"
     calls = tmp_path / "calls.jsonl"
+
+    def schedule(calls_flag: str) -> subprocess.CompletedProcess[str]:
+        return fumarole(
+            "schedule", "--conf", str(conf), "--cluster", str(cluster), "--now", "0", calls_flag, str(calls)
+        )
+
     with ExtenderServer(answer) as server:
         conf.write_text(CONF.format(url=server.url, score="score"))
-        live = fumarole(
-            "schedule",
-            "--conf",
-            str(conf),
-            "--cluster",
-            str(cluster),
-            "--now",
-            "0",
-            "--callouts-out",
-            str(calls),
-        )
+        live = schedule("--callouts-out")
         url = server.url
     assert live.returncode == 0, live.stderr
     assert json.loads(live.stdout)["binds"] == {"c1/p1": "n2"}
@@ -92,32 +88,12 @@ def test_schedule_calls_out_records_and_answers_from_the_file(tmp_path: Path) ->
     record = json.loads(line)
     assert record["cycle"] == 1 and [c["verb"] for c in record["calls"]] == ["filter", "filter", "score"]
     # The extender is gone: the same answers, from the file.
-    offline = fumarole(
-        "schedule",
-        "--conf",
-        str(conf),
-        "--cluster",
-        str(cluster),
-        "--now",
-        "0",
-        "--callouts-from",
-        str(calls),
-    )
+    offline = schedule("--callouts-from")
     assert offline.returncode == 0, offline.stderr
     assert offline.stdout == live.stdout
     # A question the file does not hold: one line, exit 2, nothing on stdout.
     conf.write_text(CONF.format(url=url, score="score2"))
-    missing = fumarole(
-        "schedule",
-        "--conf",
-        str(conf),
-        "--cluster",
-        str(cluster),
-        "--now",
-        "0",
-        "--callouts-from",
-        str(calls),
-    )
+    missing = schedule("--callouts-from")
     assert missing.returncode == 2 and missing.stdout == ""
     [err] = missing.stderr.strip().splitlines()
     assert f"--callouts-from {calls}: extender verb 'score2'" in err
